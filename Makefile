@@ -1,0 +1,31 @@
+# Set-up and everyday commands. On a fresh Debian machine with Python 3.11, `make demo` and
+# `make test` are all you need: they create .venv and install everything.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# torch 2.13.0 (CPU build) is on this machine's disk; an unpinned torch pulls a multi-GB CUDA build.
+TORCH_PIN ?= torch==2.13.0
+
+.PHONY: demo test bench docs clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	-$(VENV)/bin/graphguard run examples/ellipse/broken.py
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q -n 2 tests
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/overhead.py
+
+docs: $(VENV)/.installed
+	$(PY) -m graphguard.docs > docs/rules.md
+
+clean:
+	rm -rf $(VENV) graphguard-report build *.egg-info

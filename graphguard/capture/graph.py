@@ -1,0 +1,137 @@
+"""Iterative, bounded walks over autograd graphs, and small facts about nodes and tensors."""
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Iterator
+
+import torch
+
+__all__ = ["walk", "Walk", "is_freed", "saved_attrs", "leaf_of", "summarize", "node_name",
+           "DTYPE_SHORT"]
+
+# NOTE [touching nodes]
+# Reading a node's Python object (grad_fn, next_functions, metadata) attaches a Python wrapper to
+# the C++ node. On torch 2.13 a chain of ~45,000+ wrapped nodes overflows an 8 MB C stack when it
+# is destroyed (measured: plain torch segfaults just by reading `y.grad_fn` in a 60,000-step
+# loop). Walks are therefore bounded (`limit`), and GraphGuard raises the soft stack limit of the
+# main thread on entry (see guard.py, `_raise_stack_limit`).
+
+
+class Walk:
+    """The result of one walk: nodes in breadth-first order, with the parent that led to each."""
+
+    __slots__ = ("nodes", "parent", "truncated")
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []  # autograd nodes (Python wrappers), kept only while walking
+        self.parent: list[int] = []  # index in `nodes` of the node that reached this one (-1: root)
+        self.truncated = False  # the limit stopped the walk
+
+
+def walk(roots: list[Any], limit: int) -> Walk:
+    """Breadth-first walk from `roots` (autograd nodes) through next_functions, at most `limit` nodes."""
+    out = Walk()
+    seen: set[int] = set()
+    queue: deque[tuple[Any, int]] = deque()
+    for r in roots:
+        if r is not None and id(r) not in seen:
+            seen.add(id(r))
+            queue.append((r, -1))
+    nodes, parent = out.nodes, out.parent
+    # ids are stable here because `nodes` holds every visited wrapper until the walk is dropped.
+    while queue:
+        node, par = queue.popleft()
+        idx = len(nodes)
+        nodes.append(node)
+        parent.append(par)
+        if idx + 1 >= limit:
+            out.truncated = bool(queue) or bool(node.next_functions)
+            break
+        for nxt, _ in node.next_functions:
+            if nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
+                queue.append((nxt, idx))
+    return out
+
+
+_SAVED: dict[type, tuple[str, ...]] = {}
+
+
+def saved_attrs(node: Any) -> tuple[str, ...]:
+    """Names of a node type's saved-value attributes (`_saved_self`...), computed once per type."""
+    t = type(node)
+    names = _SAVED.get(t)
+    if names is None:
+        names = tuple(n for n in dir(node) if n.startswith("_saved_"))
+        _SAVED[t] = names
+    return names
+
+
+def is_freed(node: Any) -> bool:
+    """True when an earlier backward freed this node's saved tensors (so running it again raises).
+
+    Reading a freed saved tensor raises the same RuntimeError PyTorch's engine would raise; nodes
+    that save no tensor (Add, Sum, views) can run again harmlessly and are never "freed".
+    """
+    for name in saved_attrs(node):
+        try:
+            getattr(node, name)
+        except RuntimeError:
+            return True
+        except Exception:  # an attribute torch cannot convert; not a freed buffer
+            continue
+    if hasattr(node, "saved_tensors"):  # custom autograd.Function nodes
+        try:
+            node.saved_tensors
+        except RuntimeError:
+            return True
+        except Exception:
+            pass
+    return False
+
+
+def leaf_of(node: Any) -> torch.Tensor | None:
+    """The leaf tensor of an AccumulateGrad node, else None."""
+    return getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+
+
+def node_name(node: Any) -> str:
+    return type(node).__name__
+
+
+DTYPE_SHORT = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "bool", torch.complex64: "c64", torch.complex128: "c128",
+}
+
+
+def summarize(t: Any) -> str:
+    """One short form for a tensor everywhere: `f32[128, 128] grad_fn=AddBackward0`."""
+    if not isinstance(t, torch.Tensor):
+        return type(t).__name__
+    try:
+        dt = DTYPE_SHORT.get(t.dtype, str(t.dtype).replace("torch.", ""))
+        shape = ", ".join(str(s) for s in t.shape)
+        s = f"{dt}[{shape}]"
+        if t.grad_fn is not None:
+            s += f" grad_fn={type(t.grad_fn).__name__}"
+        elif t.requires_grad:
+            s += " requires_grad"
+        if t.device.type != "cpu":
+            s += f" {t.device}"
+        return s
+    except Exception:  # meta/sparse/subclass tensors: never fail while describing
+        return "tensor"
+
+
+def iter_tensors(obj: Any, depth: int = 2) -> Iterator[torch.Tensor]:
+    """Tensors in an argument: the object itself, or inside lists/tuples/dicts (bounded depth)."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth and isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from iter_tensors(o, depth - 1)
+    elif depth and isinstance(obj, dict):
+        for o in obj.values():
+            yield from iter_tensors(o, depth - 1)

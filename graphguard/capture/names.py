@@ -1,0 +1,148 @@
+"""Find the user's own names for objects by looking through the user's live frames.
+
+Names are looked up only when a finding is reported, never per op. A name is only ever one the
+user wrote: a local or global variable, an attribute of ``self``, a module's parameter path
+(``model.fc.weight``), or an element of a list/dict the user holds (``losses[3]``).
+"""
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+
+from ..records import Frame
+from .sites import is_internal_file
+
+__all__ = ["NameHit", "find_name", "find_names", "live_user_frames", "find_objects"]
+
+_SKIP_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType,
+               types.MethodType, str, bytes, int, float, bool, type(None))
+MAX_CONTAINER = 256  # elements of one list/dict looked into
+MAX_PARAMS = 5000  # parameters of one module looked into
+
+
+@dataclass(frozen=True)
+class NameHit:
+    """A name the user gave an object, and the frame in which the name lives."""
+
+    name: str
+    frame: Frame
+    scope: str  # local | global | attribute | parameter | element
+    value: Any = field(default=None, compare=False, repr=False)  # the object (drop the hit soon)
+
+
+def live_user_frames(max_frames: int = 12) -> list[types.FrameType]:
+    """The live user frames above this call, innermost first (the caller must drop them soon)."""
+    out: list[types.FrameType] = []
+    f: types.FrameType | None = sys._getframe(1)
+    while f is not None and len(out) < max_frames:
+        if not is_internal_file(f.f_code.co_filename):
+            out.append(f)
+        f = f.f_back
+    return out
+
+
+def _candidates(frame: types.FrameType) -> Iterator[tuple[str, Any, str]]:
+    """(name, value, scope) pairs visible from one frame, most specific first."""
+    loc = frame.f_locals
+    is_module_level = loc is frame.f_globals
+    for name, value in list(loc.items()):
+        if not name.startswith("__"):
+            yield name, value, "global" if is_module_level else "local"
+    self_obj = loc.get("self")
+    if self_obj is not None and hasattr(self_obj, "__dict__"):
+        for attr, value in list(vars(self_obj).items()):
+            if attr in ("_parameters", "_buffers", "_modules"):
+                continue
+            yield f"self.{attr}", value, "attribute"
+    if not is_module_level:
+        for name, value in list(frame.f_globals.items()):
+            if not name.startswith("__"):
+                yield name, value, "global"
+
+
+def _expand(name: str, value: Any, scope: str) -> Iterator[tuple[str, Any, str]]:
+    """The value itself, then what it holds: module parameters/buffers, container elements."""
+    yield name, value, scope
+    if isinstance(value, _SKIP_TYPES):
+        return
+    if isinstance(value, torch.nn.Module):
+        for i, (pname, p) in enumerate(value.named_parameters()):
+            if i >= MAX_PARAMS:
+                break
+            yield f"{name}.{pname}", p, "parameter"
+        for bname, b in value.named_buffers():
+            yield f"{name}.{bname}", b, "parameter"
+        # plain tensor attributes of modules (not registered): `self.w = torch.randn(...)`
+        for attr, v in list(vars(value).items()):
+            if isinstance(v, torch.Tensor) and not attr.startswith("_"):
+                yield f"{name}.{attr}", v, "attribute"
+    elif isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        n = len(value)
+        for i, v in enumerate(value[:MAX_CONTAINER]):
+            if isinstance(v, torch.Tensor):
+                idx = i if i < n - 1 or n == 1 else -1
+                yield f"{name}[{idx}]", v, "element"
+    elif isinstance(value, dict):
+        for i, (k, v) in enumerate(list(value.items())):
+            if i >= MAX_CONTAINER:
+                break
+            if isinstance(v, torch.Tensor) and isinstance(k, (str, int)):
+                yield f"{name}[{k!r}]", v, "element"
+    elif hasattr(value, "__dict__") and not isinstance(value, torch.Tensor) and type(value).__module__ not in ("builtins",):
+        # a user's helper object (a logger, a config): one level of tensor attributes
+        try:
+            items = list(vars(value).items())[:MAX_CONTAINER]
+        except TypeError:
+            return
+        for attr, v in items:
+            if isinstance(v, torch.Tensor):
+                yield f"{name}.{attr}", v, "attribute"
+
+
+def find_names(match: Callable[[Any], bool], frames: list[types.FrameType] | None = None,
+               first_only: bool = False) -> list[NameHit]:
+    """Every user name whose value satisfies `match`, innermost frame first."""
+    frames = frames if frames is not None else live_user_frames()[0:]
+    hits: list[NameHit] = []
+    seen_globals: set[int] = set()
+    for f in frames:
+        fr = Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        for name, value, scope in _candidates(f):
+            if scope == "global":
+                key = id(f.f_globals)
+                if key in seen_globals and f.f_locals is not f.f_globals:
+                    continue
+            for n, v, sc in _expand(name, value, scope):
+                try:
+                    ok = match(v)
+                except Exception:
+                    ok = False
+                if ok:
+                    hits.append(NameHit(n, fr, sc, v))
+                    if first_only:
+                        return hits
+        seen_globals.add(id(f.f_globals))
+    return hits
+
+
+def find_name(match: Callable[[Any], bool], frames: list[types.FrameType] | None = None) -> NameHit | None:
+    """The innermost user name whose value satisfies `match`, or None."""
+    hits = find_names(match, frames, first_only=True)
+    return hits[0] if hits else None
+
+
+def find_objects(kind: type, frames: list[types.FrameType] | None = None) -> list[tuple[str, Any]]:
+    """(name, object) for objects of a type visible in the user's frames (optimizers, modules)."""
+    frames = frames if frames is not None else live_user_frames()
+    out: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    for f in frames:
+        for name, value, _ in _candidates(f):
+            if isinstance(value, kind) and id(value) not in seen:
+                seen.add(id(value))
+                out.append((name, value))
+    return out

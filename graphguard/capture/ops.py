@@ -1,0 +1,53 @@
+"""Which torch functions are losses, copy constructors, in-place ops, backward calls."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["LOSS_TARGET_ARG", "COPY_FUNCS", "BACKWARD_FUNCS", "inplace_target", "func_name",
+           "NOT_INPLACE"]
+
+# Loss function -> position of its target argument (also accepted as `target=`).
+LOSS_TARGET_ARG: dict[Callable[..., Any], int] = {}
+for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+              "binary_cross_entropy_with_logits", "cross_entropy", "nll_loss", "kl_div",
+              "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss",
+              "multilabel_soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss",
+              "hinge_embedding_loss"):
+    _f = getattr(F, _name, None)
+    if _f is not None:
+        LOSS_TARGET_ARG[_f] = 1
+
+COPY_FUNCS: dict[Callable[..., Any], str] = {torch.tensor: "torch.tensor",
+                                             torch.as_tensor: "torch.as_tensor",
+                                             torch.Tensor.new_tensor: "Tensor.new_tensor"}
+if hasattr(torch, "asarray"):
+    COPY_FUNCS[torch.asarray] = "torch.asarray"
+
+BACKWARD_FUNCS = frozenset({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad})
+
+# Methods ending in "_" that do not write tensor data.
+NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad", "record_stream",
+                         "_fix_weakref", "pin_memory_"})
+_INPLACE_DUNDER = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                             "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__",
+                             "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"})
+
+
+def func_name(func: Any) -> str:
+    return getattr(func, "__name__", None) or type(func).__name__
+
+
+def inplace_target(name: str, args: tuple, kwargs: dict) -> Any:
+    """The tensor (or list of tensors) an op writes in place, or None for out-of-place ops."""
+    out = kwargs.get("out") if kwargs else None
+    if out is not None:
+        return out
+    if kwargs and kwargs.get("inplace") is True:
+        return args[0] if args else kwargs.get("input")
+    if name in _INPLACE_DUNDER or (name.endswith("_") and not name.endswith("__")
+                                   and name not in NOT_INPLACE):
+        return args[0] if args else None
+    return None

@@ -1,0 +1,256 @@
+"""The per-op recorder: stamps graph nodes, records leaves, cuts, taint and in-place writes.
+
+Everything here runs inside the TorchFunctionMode, for every torch call, while recording is on:
+keep it lean. Judging happens in rules/, wording in the rule templates, output in report/.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+from torch.utils.weak import WeakIdKeyDictionary
+
+from ..events import CopyConstruct, GradRead, InplaceOp, LossCall
+from ..records import Site
+from .graph import iter_tensors, leaf_of, walk
+from .ops import COPY_FUNCS, LOSS_TARGET_ARG, inplace_target
+from .records import Cut, InplaceRecord, LeafRecord, LeafSite, Packed
+from .scan import Stamp
+from .sites import user_site
+
+if TYPE_CHECKING:
+    from ..guard import GraphGuard
+
+__all__ = ["Recorder", "SavedTensorModified"]
+
+MAX_CUTS = 4096  # cut records kept per guard (oldest dropped)
+CUT_WALK = 2000  # nodes walked to find the leaves behind a cut
+_SCALAR_OUT = frozenset({"item", "tolist", "numpy", "__float__", "__int__", "__bool__"})
+
+
+class SavedTensorModified(RuntimeError):
+    """Raised by the unpack hook, as PyTorch's own version check would (ours replaces it)."""
+
+    def __init__(self, packed: Packed) -> None:
+        t = packed.tensor
+        super().__init__(
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected "
+            f"version {packed.version} instead. (reported by graphguard's saved-tensor check)")
+        self.packed = packed
+
+
+class Recorder:
+    """Records what torch calls do, for one guard."""
+
+    def __init__(self, guard: "GraphGuard") -> None:
+        self.guard = guard
+        self.stamp_key = guard._stamp_key
+        self.recording = True  # full recording (first iterations); False: light mode
+        self.busy = False  # graphguard's own code is running: the mode must not record it
+        self.in_step = False  # inside optimizer.step(): its no_grad updates are not cuts
+        self.leaves: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> LeafRecord
+        self.leaf_sites: dict[tuple, LeafSite] = {}
+        self.optimized: WeakIdKeyDictionary = WeakIdKeyDictionary()  # param -> optimizer name hint
+        self.cuts: dict[int, Cut] = {}
+        self._cut_keys: dict[tuple, int] = {}
+        self._next_cut = 0
+        self.taint: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> frozenset of cut ids
+        self.inplace_log: dict[int, InplaceRecord] = {}  # storage data_ptr -> latest write
+        self.packs: "weakref.WeakSet[Packed]" = weakref.WeakSet()
+        self._cur_op = ""
+        self._cur_site: Site | None = None
+        self.ops_seen = 0
+
+    # ---- the mode's entry point -------------------------------------------------------------
+    def on_op(self, func: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:
+        self.ops_seen += 1
+        self._cur_op = name
+        self._cur_site = None
+        pre = None
+        guard = self.guard
+        try:
+            pre = self._before(func, name, args, kwargs)
+        except guard.passthrough_errors:
+            raise
+        except Exception as exc:  # a graphguard bug must not break the user's op
+            guard._internal_error(exc, "recording an op")
+        out = func(*args, **kwargs)
+        if pre is not None:
+            try:
+                self._after(func, name, args, kwargs, out, pre)
+            except guard.passthrough_errors:
+                raise
+            except Exception as exc:
+                guard._internal_error(exc, "recording an op")
+        return out
+
+    def site(self) -> Site:
+        """The user site of the op being recorded (computed once per op, on demand)."""
+        s = self._cur_site
+        if s is None:
+            s = self._cur_site = user_site(1)
+        return s
+
+    # ---- before the op ----------------------------------------------------------------------
+    def _before(self, func: Any, name: str, args: tuple, kwargs: dict) -> tuple:
+        tensors = [t for a in args for t in iter_tensors(a, 1)]
+        if kwargs:
+            tensors.extend(t for a in kwargs.values() for t in iter_tensors(a, 1))
+        rg_in = False
+        for t in tensors:
+            if t.requires_grad:
+                rg_in = True
+                break
+        guard = self.guard
+        if func in LOSS_TARGET_ARG and len(args) >= 1:
+            target = kwargs.get("target", args[1] if len(args) > 1 else None)
+            guard._dispatch(LossCall(self.site(), name, args[0], target))
+        elif func in COPY_FUNCS and args:
+            sources = [t for t in iter_tensors(args[0], 3) if t.requires_grad]
+            if sources:
+                guard._dispatch(CopyConstruct(self.site(), COPY_FUNCS[func], sources,
+                                              bool(kwargs.get("requires_grad"))))
+        target = inplace_target(name, args, kwargs)
+        if target is not None:
+            grad_on = torch.is_grad_enabled()
+            for t in iter_tensors(target, 1):
+                guard._dispatch(InplaceOp(self.site(), name, t, grad_on))
+        taint_in: frozenset = frozenset()
+        if self.taint:
+            for t in tensors:
+                tt = self.taint.get(t)
+                if tt:
+                    taint_in = taint_in | tt
+        return rg_in, taint_in, target, tensors
+
+    # ---- after the op -----------------------------------------------------------------------
+    def _after(self, func: Any, name: str, args: tuple, kwargs: dict, out: Any, pre: tuple) -> None:
+        rg_in, taint_in, target, tensors = pre
+        if isinstance(out, torch.Tensor):
+            outs: tuple = (out,)
+        elif isinstance(out, (tuple, list)):
+            outs = tuple(o for o in out if isinstance(o, torch.Tensor))
+        else:
+            outs = ()
+        key = self.stamp_key
+        any_rg_out = False
+        for o in outs:
+            if not o.requires_grad:
+                continue
+            any_rg_out = True
+            gf = o.grad_fn
+            if gf is not None:
+                md = gf.metadata
+                if key not in md:
+                    md[key] = Stamp(self.guard.iteration, self.site())
+            elif (kwargs.get("requires_grad") or name == "requires_grad_") and o not in self.leaves:
+                self._record_leaf(o, name)
+        if rg_in and not any_rg_out and not self.in_step and target is None:
+            if outs or name in _SCALAR_OUT:
+                cut = self._record_cut(name, tensors)
+                taint_in = taint_in | {cut}
+        if taint_in and outs:
+            for o in outs:
+                self.taint[o] = taint_in
+        if target is not None:
+            it = self.guard.iteration
+            for t in iter_tensors(target, 1):
+                try:
+                    ptr = t.untyped_storage().data_ptr()
+                except Exception:
+                    continue
+                self.inplace_log[ptr] = InplaceRecord(name, self.site(), t._version, it)
+
+    def _record_leaf(self, t: torch.Tensor, func: str) -> None:
+        site = self.site()
+        key = (site[0].file, site[0].line, func) if site else ("?", 0, func)
+        stats = self.leaf_sites.get(key)
+        if stats is None:
+            stats = self.leaf_sites[key] = LeafSite(site, func, self.guard.iteration)
+        stats.count += 1
+        if t in self.optimized:
+            stats.used = True
+        self.leaves[t] = LeafRecord(site, self.guard.iteration, func, stats)
+
+    def _record_cut(self, name: str, tensors: list[torch.Tensor]) -> int:
+        site = self.site()
+        it = self.guard.iteration
+        no_grad = not torch.is_grad_enabled()
+        key = (name, site, it)
+        idx = self._cut_keys.get(key)
+        if idx is not None and idx in self.cuts:
+            return idx
+        leaves = []
+        roots = []
+        for t in tensors:
+            if t.requires_grad:
+                if t.grad_fn is None:
+                    leaves.append(t)
+                else:
+                    roots.append(t.grad_fn)
+        if roots:
+            w = walk(roots, CUT_WALK)
+            leaves.extend(v for v in (leaf_of(n) for n in w.nodes) if v is not None)
+        idx = self._next_cut
+        self._next_cut += 1
+        self.cuts[idx] = Cut(idx, name, site, it, no_grad, tuple(weakref.ref(v) for v in leaves),
+                             frozenset(id(v) for v in leaves))
+        self._cut_keys[key] = idx
+        if len(self.cuts) > MAX_CUTS:
+            oldest = min(self.cuts)
+            del self.cuts[oldest]
+        return idx
+
+    def cuts_for_leaf(self, leaf: torch.Tensor, iteration: int | None = None) -> list[Cut]:
+        """Recorded cuts with `leaf` behind their inputs (in one iteration, when given)."""
+        out = []
+        for c in self.cuts.values():
+            if iteration is not None and c.iteration != iteration:
+                continue
+            if id(leaf) in c.leaf_ids and any(r() is leaf for r in c.leaves):
+                out.append(c)
+        return out
+
+    # ---- other capture points ---------------------------------------------------------------
+    def on_grad_read(self, t: Any) -> None:
+        rec = self.leaves.get(t) if isinstance(t, torch.Tensor) else None
+        if rec is not None:
+            rec.stats.used = True
+        self.guard._dispatch(GradRead(self.site(), t))
+
+    def mark_used(self, tensors: Any) -> None:
+        for t in iter_tensors(tensors, 2):
+            rec = self.leaves.get(t)
+            if rec is not None:
+                rec.stats.used = True
+
+    def mark_optimized(self, params: Any) -> None:
+        for p in params:
+            if isinstance(p, torch.Tensor):
+                self.optimized[p] = True
+                rec = self.leaves.get(p)
+                if rec is not None:
+                    rec.stats.used = True
+
+    # ---- saved-tensor hooks (GG005) -----------------------------------------------------------
+    def pack(self, t: torch.Tensor) -> Packed:
+        if self.recording and not self.busy:
+            p = Packed(t.detach(), t._version, self._cur_op, self.site())
+        else:
+            p = Packed(t.detach(), t._version, "", ())
+        self.packs.add(p)
+        return p
+
+    @staticmethod
+    def unpack(p: Packed) -> torch.Tensor:
+        # Installing saved_tensors_hooks switches off PyTorch's own version check: do it here,
+        # or an in-place change would silently give a wrong gradient.
+        if p.tensor._version != p.version:
+            raise SavedTensorModified(p)
+        return p.tensor
+
+    def modified_packs(self) -> list[Packed]:
+        """Live saved tensors changed in place since they were saved (usually none: cheap)."""
+        return [p for p in list(self.packs) if p.tensor._version != p.version]

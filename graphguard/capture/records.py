@@ -1,0 +1,70 @@
+"""Per-guard records of leaves, cuts and in-place writes (weakly keyed: they keep nothing alive)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import Site
+
+__all__ = ["LeafRecord", "LeafSite", "Cut", "InplaceRecord", "Packed"]
+
+
+@dataclass
+class LeafRecord:
+    """A tensor created with requires_grad=True (or requires_grad_()) inside the guard."""
+
+    site: Site  # where it was made
+    iteration: int
+    func: str  # `zeros`, `tensor`, `requires_grad_`
+    stats: "LeafSite"  # the per-line record this leaf counts in
+
+
+@dataclass
+class LeafSite:
+    """All leaves made by one line: GG103 judges the line, since per-iteration leaves die young."""
+
+    site: Site
+    func: str
+    first_iteration: int
+    count: int = 0
+    used: bool = False  # optimized, .grad read, or an input of autograd.grad
+    grad_received: bool = False  # some backward reached it
+
+
+@dataclass(frozen=True)
+class Cut:
+    """An op whose inputs required grad and whose output does not: gradient flow stops here."""
+
+    index: int  # position in the guard's cut list (taint sets hold these)
+    op: str  # `gt`, `argmax`, `detach`, `item`, `tensor` (copy), `mul` under no_grad...
+    site: Site
+    iteration: int
+    no_grad: bool  # the op ran with grad mode off
+    leaves: tuple[Any, ...]  # weakrefs to the requires-grad leaves behind its inputs
+    leaf_ids: frozenset[int] = field(default_factory=frozenset)  # ids of those leaves (live ones)
+
+
+@dataclass(frozen=True)
+class InplaceRecord:
+    """An in-place write seen by the mode (kept per storage, latest only)."""
+
+    op: str
+    site: Site
+    version: int  # the tensor's _version right after the write
+    iteration: int
+
+
+class Packed:
+    """What the saved-tensor pack hook stores in place of a saved tensor.
+
+    It keeps `t.detach()` (not `t`: keeping `t` makes a reference cycle, pytorch#115255), which
+    shares t's version counter, so an in-place change after saving is visible as a version bump.
+    """
+
+    __slots__ = ("tensor", "version", "op", "site", "__weakref__")
+
+    def __init__(self, tensor: Any, version: int, op: str, site: Site) -> None:
+        self.tensor = tensor
+        self.version = version
+        self.op = op  # the op that saved it ("" when not recorded)
+        self.site = site  # where that op ran (empty when not recorded)

@@ -1,0 +1,90 @@
+"""The graph scan made before each backward: which nodes are stale, consumed, or retained."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+
+from ..records import Site
+from .graph import Walk, is_freed, leaf_of, walk
+
+__all__ = ["Stamp", "Mark", "GraphScan", "scan_graph"]
+
+
+class Stamp(NamedTuple):
+    """Stored in `node.metadata[key]` when the node is created (dies with the node)."""
+
+    iteration: int  # guard iteration in which the node was made
+    site: Site  # user frames of the op that made it
+
+
+class Mark(NamedTuple):
+    """Stored in `node.metadata[key]` by a backward that traversed the node."""
+
+    backward: int  # index of that backward call in the guard
+    iteration: int
+    site: Site  # where that backward was called
+    retained: bool  # retain_graph=True (buffers kept) or not (buffers freed)
+
+
+class GraphScan:
+    """What a pre-backward walk found. Holds node wrappers: drop it when the backward is done."""
+
+    def __init__(self, w: Walk, stamp_key: str, mark_key: str) -> None:
+        self.walk = w
+        self.stamps: list[Stamp | None] = []
+        self.marks: list[Mark | None] = []
+        self.leaves: list[torch.Tensor] = []  # leaves reached (AccumulateGrad variables)
+        for node in w.nodes:
+            md = node.metadata
+            self.stamps.append(md.get(stamp_key))
+            self.marks.append(md.get(mark_key))
+            leaf = leaf_of(node)
+            if leaf is not None:
+                self.leaves.append(leaf)
+        self._freed: dict[int, bool] = {}
+
+    @property
+    def nodes(self) -> list[Any]:
+        return self.walk.nodes
+
+    @property
+    def truncated(self) -> bool:
+        return self.walk.truncated
+
+    def marked(self, freed_only: bool = False) -> list[int]:
+        """Indices of nodes an earlier backward traversed (only those whose buffers it freed)."""
+        return [i for i, m in enumerate(self.marks)
+                if m is not None and (not freed_only or not m.retained)]
+
+    def freed(self, i: int) -> bool:
+        """Whether node i's saved tensors are gone (cached; reading them costs ~15 us)."""
+        if i not in self._freed:
+            m = self.marks[i]
+            self._freed[i] = m is not None and not m.retained and is_freed(self.walk.nodes[i])
+        return self._freed[i]
+
+    def boundary(self, members: set[int]) -> list[int]:
+        """Members whose walk parent is not a member: where the old part joins the new one."""
+        par = self.walk.parent
+        return [i for i in sorted(members) if par[i] == -1 or par[i] not in members]
+
+    def region_below(self, start: int) -> set[int]:
+        """Indices reachable from node `start` within the walk (its part of the graph)."""
+        children: dict[int, list[int]] = {}
+        for i, p in enumerate(self.walk.parent):
+            if p >= 0:
+                children.setdefault(p, []).append(i)
+        out, stack = {start}, [start]
+        while stack:
+            for c in children.get(stack.pop(), ()):
+                if c not in out:
+                    out.add(c)
+                    stack.append(c)
+        return out
+
+
+def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: int) -> GraphScan:
+    """Walk the graph behind `roots` and read graphguard's stamps and marks."""
+    fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    return GraphScan(walk(fns, limit), stamp_key, mark_key)

@@ -1,0 +1,83 @@
+"""Find the user's frames on the call stack, cheaply, without keeping frame objects alive."""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+import torch
+
+from ..records import Frame, Site, SourceLoc
+
+__all__ = ["user_site", "user_loc", "is_internal_file", "loc_of", "MAX_FRAMES"]
+
+# A site keeps at most this many user frames: enough to go from a helper function
+# (`apply_ellipse_mask`) out to the line that named its result (`ref_image = ...`).
+MAX_FRAMES = 4
+
+
+def _roots() -> tuple[str, ...]:
+    import graphguard
+
+    roots = [os.path.dirname(torch.__file__), os.path.dirname(graphguard.__file__),
+             sysconfig.get_paths()["stdlib"]]
+    for mod in ("torchviz", "_pytest", "pluggy", "typing_extensions"):
+        m = sys.modules.get(mod)
+        f = getattr(m, "__file__", None)
+        if f:
+            roots.append(os.path.dirname(f) if f.endswith("__init__.py") else f)
+    return tuple(os.path.realpath(r) + os.sep for r in roots)
+
+
+_ROOTS: tuple[str, ...] | None = None
+# code object -> internal?  Code objects live as long as their functions, so this stays small.
+_INTERNAL: dict[object, bool] = {}
+
+
+def is_internal_file(filename: str) -> bool:
+    """True for torch, graphguard, the standard library and test-runner internals."""
+    global _ROOTS
+    if _ROOTS is None:
+        _ROOTS = _roots()
+    if filename.startswith("<"):
+        # <frozen runpy>, <string> from exec: frozen modules are internal, exec'd code is the user's
+        return filename.startswith("<frozen")
+    path = os.path.realpath(filename)
+    return path.startswith(_ROOTS)
+
+
+def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
+    """The innermost user frames above the caller, innermost first (empty when none)."""
+    try:
+        f = sys._getframe(depth + 1)
+    except ValueError:
+        return ()
+    internal = _INTERNAL
+    out: list[Frame] = []
+    budget = 96  # frames examined at most: deep framework stacks must not make every op slow
+    while f is not None and budget:
+        budget -= 1
+        code = f.f_code
+        flag = internal.get(code)
+        if flag is None:
+            flag = internal[code] = is_internal_file(code.co_filename)
+        if not flag:
+            out.append(Frame(code.co_filename, f.f_lineno, code.co_name))
+            if len(out) >= max_frames:
+                break
+        # Internal frames are skipped, not a stop: a user's forward() is called from
+        # nn.Module.__call__ (torch) from the user's training loop, and both user lines matter.
+        f = f.f_back
+    return tuple(out)
+
+
+def loc_of(site: Site | None, index: int = 0) -> SourceLoc | None:
+    """The SourceLoc of one frame of a site (innermost by default)."""
+    if not site:
+        return None
+    return SourceLoc.from_frame(site[min(index, len(site) - 1)])
+
+
+def user_loc(depth: int = 1) -> SourceLoc | None:
+    """The innermost user line above the caller."""
+    return loc_of(user_site(depth + 1, 1))

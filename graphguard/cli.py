@@ -1,0 +1,180 @@
+"""The command line: `graphguard run|rules|explain|report` (REPORT.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+from typing import Any, Sequence
+
+from ._version import __version__
+from .errors import GraphGuardUsageError
+
+__all__ = ["main"]
+
+_FAIL_LEVELS = {"error": 2, "warning": 1, "info": 0, "never": 99}
+_SEV = {"info": 0, "warning": 1, "error": 2}
+
+
+def _codes(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="graphguard", description="Find autograd graph misuse in PyTorch code.")
+    p.add_argument("--version", action="version", version=f"graphguard {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a script (or -m module) inside a GraphGuard")
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module as __main__")
+    run.add_argument("--json", metavar="PATH", help="write the JSON report there")
+    run.add_argument("--report-dir", default="graphguard-report", help="HTML report and diagrams")
+    run.add_argument("--mode", choices=("raise", "warn", "collect"), default="raise")
+    run.add_argument("--select", help="code prefixes to run, comma-separated (GG0,GG101)")
+    run.add_argument("--ignore", help="code prefixes to skip, comma-separated")
+    run.add_argument("--fail-on", choices=tuple(_FAIL_LEVELS), default="error",
+                     help="lowest severity that makes the exit status 1 (default: error)")
+    run.add_argument("--no-diagrams", action="store_true", help="skip DOT/SVG diagrams")
+    run.add_argument("--record-iterations", type=int, default=2,
+                     help="iterations recorded in full before the light mode (default 2)")
+    run.add_argument("script", nargs="?", help="the script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    sub.add_parser("rules", help="list the rules")
+    ex = sub.add_parser("explain", help="print a rule's documentation")
+    ex.add_argument("code")
+    rep = sub.add_parser("report", help="re-render a saved JSON report")
+    rep.add_argument("report")
+    rep.add_argument("--format", choices=("text", "html", "sarif", "json"), default="text")
+    rep.add_argument("-o", "--output", help="write there instead of stdout")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "rules":
+            return _cmd_rules()
+        if args.command == "explain":
+            return _cmd_explain(args.code)
+        if args.command == "report":
+            return _cmd_report(args)
+        return _cmd_run(args)
+    except GraphGuardUsageError as err:
+        print(f"graphguard: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _cmd_rules() -> int:
+    from .rules import ALL_RULES
+
+    for r in ALL_RULES:
+        print(f"{r.code}  {r.slug:<24} {r.severity:<8} {r.summary}")
+    return 0
+
+
+def _cmd_explain(code: str) -> int:
+    from .docs import rule_doc
+    from .rules import rule_for_code
+
+    print(rule_doc(rule_for_code(code)))
+    return 0
+
+
+def _cmd_report(args: Any) -> int:
+    from .report.json_report import load_report
+    from .report.render import render_saved
+
+    data = load_report(args.report)
+    text = render_saved(data, args.format)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_run(args: Any) -> int:
+    from .guard import GraphGuard
+    from .report.text import render_findings, render_summary_line
+
+    if args.module is None and not args.script:
+        raise GraphGuardUsageError("run needs a script (graphguard run train.py) or -m module")
+    if args.module is None and not os.path.isfile(args.script):
+        raise GraphGuardUsageError(f"no such script: {args.script}")
+    target = args.module or args.script
+    script_args = list(args.args or [])
+    if args.module and args.script:  # `-m pkg.mod a b`: argparse put `a` in script
+        script_args.insert(0, args.script)
+    guard = GraphGuard(mode=args.mode, select=_codes(args.select), ignore=_codes(args.ignore),
+                       record_iterations=args.record_iterations)
+    status, exc, script_rc = "ok", None, 0
+    old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    sys.argv = [target, *script_args]
+    if args.module is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+    try:
+        with guard:
+            if args.module:
+                runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(args.script, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        script_rc = code if isinstance(code, int) else (0 if code is None else 1)
+        status = "exited"
+        exc = e if script_rc else None
+    except KeyboardInterrupt as e:
+        status, exc, script_rc = "raised", e, 130
+    except BaseException as e:  # the user's error: report it, keep its traceback visible
+        import traceback
+
+        status, exc, script_rc = "raised", e, 1
+        from .errors import GraphMisuseError
+
+        if not isinstance(e, GraphMisuseError):
+            traceback.print_exc()
+    finally:
+        sys.argv = old_argv
+        if args.module is None and sys.path and sys.path[0] == os.path.dirname(os.path.abspath(args.script)):
+            sys.path.pop(0)
+    _write_outputs(guard, args, target, status, exc)
+    findings = guard.findings
+    sys.stderr.write(render_findings(findings))
+    sys.stderr.write(render_summary_line(findings) + "\n")
+    if script_rc:
+        return script_rc
+    level = _FAIL_LEVELS[args.fail_on]
+    return 1 if any(_SEV.get(f.severity, 0) >= level for f in findings) else 0
+
+
+def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None) -> None:
+    """JSON, HTML and diagrams; a failure here is reported, never raised over the user's result."""
+    try:
+        if not args.no_diagrams:
+            from .report.diagrams import write_diagrams
+
+            write_diagrams(guard.findings, args.report_dir)
+    except ImportError:
+        pass
+    except Exception as err:  # diagrams are a bonus: never fail the run for them
+        print(f"graphguard: diagrams skipped ({type(err).__name__}: {err})", file=sys.stderr)
+    report = guard.report(target=target, status=status, exception=exc)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2)
+    try:
+        from .report.html import write_html
+
+        path = write_html(report, args.report_dir)
+        if path:
+            print(f"graphguard: report {path}", file=sys.stderr)
+    except ImportError:
+        pass
+    except Exception as err:
+        print(f"graphguard: HTML report skipped ({type(err).__name__}: {err})", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

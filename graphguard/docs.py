@@ -1,0 +1,30 @@
+"""Rule documentation from rule docstrings: `graphguard explain` and docs/rules.md."""
+from __future__ import annotations
+
+import inspect
+
+from .rules import ALL_RULES, Rule
+
+__all__ = ["rule_doc", "rules_markdown"]
+
+
+def rule_doc(rule: type[Rule]) -> str:
+    """The full documentation of one rule, as Markdown."""
+    body = inspect.cleandoc(rule.__doc__ or "")
+    return (f"# {rule.code} {rule.slug} ({rule.severity})\n\n{rule.summary}\n\n{body}\n")
+
+
+def rules_markdown() -> str:
+    """docs/rules.md: the table, then every rule's documentation."""
+    lines = ["# Rules", "", "Generated from the rule docstrings (`python -m graphguard.docs > docs/rules.md`).", "",
+             "| code | slug | severity | summary |", "|---|---|---|---|"]
+    for r in ALL_RULES:
+        lines.append(f"| {r.code} | {r.slug} | {r.severity} | {r.summary} |")
+    lines.append("")
+    for r in ALL_RULES:
+        lines.append(rule_doc(r).replace("# ", "## ", 1).replace("\n## ", "\n### "))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(rules_markdown(), end="")

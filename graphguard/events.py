@@ -1,0 +1,109 @@
+"""Events the capture layer hands to the rules: what happened, where, with what."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import Site
+
+__all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
+           "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "OpDone"]
+
+
+@dataclass
+class Event:
+    """Base: every event knows the user site where it happened."""
+
+    site: Site  # user frames, innermost first
+
+
+@dataclass
+class LossCall(Event):
+    """A loss function was called with (input, target)."""
+
+    func: str  # `mse_loss`
+    input: Any  # the prediction tensor
+    target: Any  # the target tensor
+
+
+@dataclass
+class BackwardCall(Event):
+    """`backward()` / `autograd.backward` / `autograd.grad` is about to run (nothing touched yet)."""
+
+    api: str  # "backward" | "grad"
+    roots: list[Any]  # the tensors backward starts from
+    gradients: list[Any]  # grad_tensors / grad_outputs (None entries when not given)
+    retain_graph: bool
+    create_graph: bool
+    inputs: list[Any]  # `inputs=` of backward, or the inputs of autograd.grad
+    scan: Any  # capture.scan.GraphScan of the graph reachable from the roots
+    index: int  # 0-based count of backward calls in this guard
+
+
+@dataclass
+class BackwardDone(Event):
+    """A backward finished without raising."""
+
+    call: BackwardCall
+
+
+@dataclass
+class StepCall(Event):
+    """`optimizer.step()` is about to run."""
+
+    optimizer: Any
+
+
+@dataclass
+class StepDone(Event):
+    """`optimizer.step()` (or `guard.step()`) ended an iteration."""
+
+    optimizer: Any  # None for guard.step()
+
+
+@dataclass
+class InplaceOp(Event):
+    """An in-place op (`add_`, `x[i] = v`, `relu(inplace=True)`, `out=`) is about to modify `target`."""
+
+    func: str
+    target: Any
+    grad_enabled: bool
+
+
+@dataclass
+class CopyConstruct(Event):
+    """`torch.tensor(data)` and friends, with the tensors found in `data` that require grad."""
+
+    func: str
+    sources: list[Any]
+    requires_grad: bool  # the result was asked to require grad
+
+
+@dataclass
+class GradRead(Event):
+    """The user read `t.grad`."""
+
+    tensor: Any
+
+
+@dataclass
+class OpDone(Event):
+    """Not dispatched to rules; documented for completeness of the data flow."""
+
+    func: str
+
+
+@dataclass
+class GuardExit(Event):
+    """The guard is closing (normally or because the body raised)."""
+
+    exc: BaseException | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParamGroupAdded(Event):
+    """An optimizer is being given parameters (its constructor, or add_param_group)."""
+
+    optimizer: Any
+    params: list[Any]

@@ -1,0 +1,465 @@
+"""GraphGuard: the context manager that installs the capture hooks and turns events into findings."""
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import sys
+import threading
+import traceback
+import warnings
+from typing import Any, Callable, Iterable, TypeVar
+
+import torch
+from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                   register_optimizer_step_pre_hook)
+
+from .capture.mode import GuardMode
+from .capture.recorder import Recorder
+from .capture.scan import Mark, scan_graph
+from .capture.sites import user_site
+from .context import RuleContext
+from .errors import GraphGuardWarning, GraphMisuseError, GraphGuardUsageError
+from .events import BackwardCall, BackwardDone, Event, GuardExit, StepCall, StepDone
+from .records import Finding, SEVERITIES, Subject, SourceLoc
+from .rules import ALL_RULES, Rule, check_codes, selected
+
+__all__ = ["GraphGuard", "active_guards"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_COUNTER = itertools.count()
+# The only global mutable state: the stack of active guards (innermost last).
+_ACTIVE: list["GraphGuard"] = []
+_STACK_TARGET = 512 * 1024 * 1024
+
+
+def active_guards() -> tuple["GraphGuard", ...]:
+    """The guards currently entered, outermost first."""
+    return tuple(_ACTIVE)
+
+
+def _raise_stack_limit() -> None:
+    """Let the main thread's C stack grow, so that deep graphs can be destroyed (NOTE [touching
+    nodes] in capture/graph.py). Linux grows the main stack on demand up to the soft limit."""
+    if threading.current_thread() is not threading.main_thread() or not sys.platform.startswith("linux"):
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        if soft == resource.RLIM_INFINITY or soft >= _STACK_TARGET:
+            return
+        new = _STACK_TARGET if hard == resource.RLIM_INFINITY else min(hard, _STACK_TARGET)
+        if new > soft:
+            resource.setrlimit(resource.RLIMIT_STACK, (new, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+_BACKWARD_SIG = inspect.signature(torch.autograd.backward)
+_GRAD_SIG = inspect.signature(torch.autograd.grad)
+_TENSOR_BACKWARD_SIG = inspect.signature(torch.Tensor.backward)
+
+
+def _as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, torch.Tensor):
+        return [x]
+    return list(x)
+
+
+class GraphGuard:
+    """Watch autograd use inside a ``with`` block (or a decorated function) and report misuse.
+
+    Args:
+        mode: ``"raise"`` (default): a finding of severity error raises
+            :class:`~graphguard.GraphMisuseError` before PyTorch's own error; warnings are emitted
+            as :class:`~graphguard.GraphGuardWarning`. ``"warn"``: errors and warnings are emitted as
+            warnings and PyTorch goes on. ``"collect"``: record silently in ``findings``.
+        select: rule code prefixes to run (``["GG0"]``); default all.
+        ignore: rule code prefixes to skip (``["GG103"]``).
+        record_iterations: iterations recorded in full (creation lines, cuts) before the guard
+            switches to its light mode, where only backward and step are checked. ``None``: always.
+        max_walk: most graph nodes examined before one backward.
+
+    Example::
+
+        >>> with GraphGuard(mode="collect") as guard:
+        ...     for x, y in loader:
+        ...         ...
+        >>> [f.code for f in guard.findings]
+        ['GG001']
+
+    .. warning:: On Linux the guard raises the main thread's soft stack limit (to 512 MiB at most),
+       because destroying very deep autograd graphs whose nodes were inspected needs a deep C stack.
+    """
+
+    passthrough_errors: tuple[type[BaseException], ...] = (GraphMisuseError,)
+
+    def __init__(self, mode: str = "raise", select: Iterable[str] | None = None,
+                 ignore: Iterable[str] | None = None, record_iterations: int | None = 2,
+                 max_walk: int = 1_000_000) -> None:
+        if mode not in ("raise", "warn", "collect"):
+            raise GraphGuardUsageError(f"unknown mode {mode!r}: use raise, warn or collect")
+        self.mode = mode
+        self.select = tuple(select) if select else ()
+        self.ignore = tuple(ignore) if ignore else ()
+        check_codes(self.select + self.ignore)
+        self.record_iterations = record_iterations
+        self.max_walk = max_walk
+        self.findings: list[Finding] = []
+        self.iteration = 0
+        self.backward_calls = 0
+        self.steps = 0
+        n = next(_COUNTER)
+        self._stamp_key = f"graphguard.{n}.made"
+        self._mark_key = f"graphguard.{n}.traversed"
+        self._rules: list[Rule] = [cls() for cls in ALL_RULES if selected(cls.code, self.select, self.ignore)]
+        self._by_event: dict[type, list[Rule]] = {}
+        for r in self._rules:
+            for ev in r.events:
+                self._by_event.setdefault(ev, []).append(r)
+        self._seen: set[tuple] = set()
+        self._entered = False
+        self._pending_boundary = False
+        self._in_backward = False
+        self._undo: list[Callable[[], None]] = []
+        self.rec = Recorder(self)
+        self._mode = GuardMode(self.rec)
+        self.ctx = RuleContext(self)
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def __enter__(self) -> "GraphGuard":
+        if self._entered:
+            raise GraphGuardUsageError("a GraphGuard cannot be entered twice; make a new one")
+        self._entered = True
+        _raise_stack_limit()
+        try:
+            self._install()
+        except BaseException:
+            self._uninstall()
+            raise
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        try:
+            if not isinstance(exc, GraphMisuseError):
+                self._dispatch(GuardExit(user_site(1), exc), raising=False)
+        except Exception as err:  # never mask the user's own exception
+            self._internal_error(err, "closing the guard")
+        finally:
+            self._uninstall()
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+        return False
+
+    def __call__(self, fn: F) -> F:
+        """Use as a decorator: each call of ``fn`` runs inside a fresh guard with these settings."""
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with GraphGuard(self.mode, self.select, self.ignore, self.record_iterations, self.max_walk) as g:
+                wrapper.guard = g  # type: ignore[attr-defined]
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    def step(self) -> None:
+        """Mark the end of an iteration by hand (for loops without an optimizer)."""
+        self._end_iteration(None)
+
+    def _install(self) -> None:
+        torch._C._push_on_torch_function_stack(self._mode)
+        self._undo.append(self._remove_mode)
+        hooks = torch.autograd.graph.saved_tensors_hooks(self.rec.pack, self.rec.unpack)
+        hooks.__enter__()
+        self._undo.append(lambda: hooks.__exit__(None, None, None))
+        h1 = register_optimizer_step_pre_hook(self._step_pre_hook)
+        h2 = register_optimizer_step_post_hook(self._step_post_hook)
+        self._undo.append(h1.remove)
+        self._undo.append(h2.remove)
+        self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward, "backward"))
+        self._patch(torch.autograd, "grad", self._wrap_backward(torch.autograd.grad, "grad"))
+        orig_add = torch.optim.Optimizer.add_param_group
+        self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
+
+    def _patch(self, owner: Any, name: str, new: Any) -> None:
+        old = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        setattr(owner, name, new)
+
+        def undo() -> None:
+            # Restore only our own patch: a later patch by someone else is theirs to undo.
+            if owner.__dict__.get(name) is new:
+                setattr(owner, name, old)
+
+        self._undo.append(undo)
+
+    def _uninstall(self) -> None:
+        errors = []
+        while self._undo:
+            fn = self._undo.pop()
+            try:
+                fn()
+            except Exception as err:  # keep undoing the rest
+                errors.append(err)
+        for err in errors:
+            self._internal_error(err, "removing hooks")
+
+    def _mode_index(self) -> int:
+        n = torch._C._len_torch_function_stack()
+        for i in range(n - 1, -1, -1):
+            if torch._C._get_function_stack_at(i) is self._mode:
+                return i
+        return -1
+
+    def _remove_mode(self) -> None:
+        """Take our mode off the function-mode stack, wherever it is, keeping the others."""
+        i = self._mode_index()
+        if i < 0:
+            return
+        above = []
+        while torch._C._len_torch_function_stack() > i + 1:
+            above.append(torch._C._pop_torch_function_stack())
+        torch._C._pop_torch_function_stack()
+        for m in reversed(above):
+            torch._C._push_on_torch_function_stack(m)
+
+    def set_recording(self, on: bool) -> None:
+        """Switch full per-op recording on or off (off: the mode leaves the stack if on top)."""
+        if on == self.rec.recording or not self._entered or self not in _ACTIVE:
+            return
+        self.rec.recording = on
+        if on:
+            if self._mode_index() < 0:
+                torch._C._push_on_torch_function_stack(self._mode)
+        else:
+            n = torch._C._len_torch_function_stack()
+            if n and torch._C._get_function_stack_at(n - 1) is self._mode:
+                torch._C._pop_torch_function_stack()
+
+    # ---- backward ------------------------------------------------------------------------------
+    def _wrap_backward(self, orig: Callable[..., Any], api: str) -> Callable[..., Any]:
+        guard = self
+
+        @functools.wraps(orig)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return guard._backward(api, orig, args, kwargs)
+
+        wrapper.__graphguard_original__ = orig  # type: ignore[attr-defined]
+        return wrapper
+
+    def _on_backward_from_mode(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        api = "grad" if getattr(func, "__name__", "") == "grad" else "backward"
+        return self._backward(api, func, args, kwargs)
+
+    def _backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        if self._in_backward or self.rec.busy:
+            return orig(*args, **kwargs)
+        call = None
+        self.rec.busy = True
+        try:
+            call = self._prepare_backward(api, orig, args, kwargs)
+        except Exception as err:
+            self._internal_error(err, "checking a backward call")
+        finally:
+            self.rec.busy = False
+        if call is not None:
+            self._dispatch(call)  # may raise GraphMisuseError: before PyTorch, before any .grad
+        self._in_backward = True
+        try:
+            result = orig(*args, **kwargs)
+        finally:
+            self._in_backward = False
+        if call is not None:
+            self.rec.busy = True
+            try:
+                self._after_backward(call)
+            except Exception as err:
+                self._internal_error(err, "recording a backward call")
+            finally:
+                self.rec.busy = False
+                call.scan = None  # drop the node wrappers now
+        return result
+
+    def _prepare_backward(self, api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardCall:
+        if api == "grad":
+            b = _GRAD_SIG.bind(*args, **kwargs)
+            roots = _as_list(b.arguments.get("outputs"))
+            grads = _as_list(b.arguments.get("grad_outputs"))
+            inputs = _as_list(b.arguments.get("inputs"))
+            create = bool(b.arguments.get("create_graph", False))
+        else:
+            sig = _TENSOR_BACKWARD_SIG if orig is torch.Tensor.backward else _BACKWARD_SIG
+            b = sig.bind(*args, **kwargs)
+            a = b.arguments
+            roots = _as_list(a.get("self", a.get("tensors")))
+            grads = _as_list(a.get("gradient", a.get("grad_tensors")))
+            inputs = _as_list(a.get("inputs"))
+            create = bool(a.get("create_graph", False))
+        retain = b.arguments.get("retain_graph")
+        retain = create if retain is None else bool(retain)
+        if not retain and self._pending_boundary and self.steps == 0:
+            # no optimizer seen: each graph-freeing backward closes an iteration (DESIGN.md)
+            self._end_iteration(None, by_backward=True)
+        self.rec.mark_used(inputs)
+        scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
+        call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
+                            self.backward_calls)
+        self.backward_calls += 1
+        return call
+
+    def _after_backward(self, call: BackwardCall) -> None:
+        mark = Mark(call.index, self.iteration, call.site, call.retain_graph)
+        key = self._mark_key
+        for node in call.scan.nodes:
+            node.metadata[key] = mark
+        self._dispatch(BackwardDone(call.site, call), raising=False)
+        if not call.retain_graph:
+            self._pending_boundary = True
+
+    # ---- optimizer -----------------------------------------------------------------------------
+    def _wrap_add_param_group(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        guard = self
+
+        @functools.wraps(orig)
+        def add_param_group(opt: Any, param_group: dict) -> Any:
+            from .events import ParamGroupAdded
+
+            try:
+                params = param_group.get("params") if isinstance(param_group, dict) else None
+                params = [params] if isinstance(params, torch.Tensor) else list(params or [])
+                param_group = dict(param_group, params=params)
+                guard.rec.mark_optimized(params)
+                guard._dispatch(ParamGroupAdded(user_site(1), opt, params))
+            except guard.passthrough_errors:
+                raise
+            except Exception as err:
+                guard._internal_error(err, "recording an optimizer's parameters")
+            return orig(opt, param_group)
+
+        return add_param_group
+
+    def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
+        if self.rec.busy:
+            return
+        self.rec.busy = True
+        try:
+            params = [p for g in opt.param_groups for p in g["params"]]
+            self.rec.mark_optimized(params)
+            event = StepCall(user_site(1), opt)
+        except Exception as err:
+            self._internal_error(err, "checking an optimizer step")
+            event = None
+        finally:
+            self.rec.busy = False
+        if event is not None:
+            self._dispatch(event)
+        self.rec.in_step = True
+
+    def _step_post_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
+        self.rec.in_step = False
+        self._end_iteration(opt)
+
+    def _end_iteration(self, opt: Any, by_backward: bool = False) -> None:
+        self.iteration += 1
+        if not by_backward:
+            self.steps += 1
+            self._pending_boundary = False
+            try:
+                self._dispatch(StepDone(user_site(1), opt), raising=False)
+            except Exception as err:
+                self._internal_error(err, "ending an iteration")
+        if self.record_iterations is not None and self.iteration >= self.record_iterations:
+            self.set_recording(False)
+
+    # ---- judging and emitting -------------------------------------------------------------------
+    def _dispatch(self, event: Event, raising: bool = True) -> None:
+        rules = self._by_event.get(type(event))
+        if not rules:
+            return
+        new: list[Finding] = []
+        busy, self.rec.busy = self.rec.busy, True
+        try:
+            for rule in rules:
+                try:
+                    found = rule.check(event, self.ctx)
+                    if found:
+                        new.extend(found)
+                except Exception as err:
+                    self._internal_error(err, f"rule {rule.code}")
+        finally:
+            self.rec.busy = busy
+        if new:
+            self._emit(new, raising)
+
+    def _emit(self, new: list[Finding], raising: bool = True) -> None:
+        errors = []
+        for f in new:
+            k = f.key()
+            if k in self._seen:
+                continue
+            self._seen.add(k)
+            self.findings.append(f)
+            if f.severity == "error" and self.mode == "raise" and raising:
+                errors.append(f)
+            elif self.mode != "collect" and f.severity in ("error", "warning"):
+                self._warn(f)
+            if f.severity == "error" and not self.rec.recording:
+                # details (creation lines, cuts) need full recording: switch it back on
+                self.set_recording(True)
+        if errors:
+            from .report.text import render_findings
+
+            raise GraphMisuseError(render_findings(errors), errors)
+
+    def _warn(self, f: Finding) -> None:
+        from .report.text import render_findings
+
+        # stacklevel: count frames up to the first user frame, so the warning points at user code
+        level, fr = 1, sys._getframe(1)
+        from .capture.sites import is_internal_file
+
+        while fr is not None and is_internal_file(fr.f_code.co_filename):
+            fr = fr.f_back
+            level += 1
+        warnings.warn(GraphGuardWarning(render_findings([f])), stacklevel=level)
+
+    def _internal_error(self, err: BaseException, doing: str) -> None:
+        """A failure inside graphguard: record GG901 and let the user's program go on."""
+        tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        site = user_site(1)
+        f = Finding("GG901", "internal-error", "warning",
+                    {"doing": doing, "error": f"{type(err).__name__}: {err}"},
+                    Subject(None, kind="graphguard"), SourceLoc.from_frame(site[0]) if site else None,
+                    self.iteration, True, "please report this with the traceback in the JSON report",
+                    details={"traceback": tb})
+        if f.key() + (doing,) in self._seen:
+            return
+        self._seen.add(f.key() + (doing,))
+        self.findings.append(f)
+        if self.mode != "collect":
+            try:
+                self._warn(f)
+            except Exception:
+                pass
+
+    # ---- results --------------------------------------------------------------------------------
+    def report(self, target: str | None = None, status: str = "ok",
+               exception: BaseException | None = None) -> dict[str, Any]:
+        """The JSON report (REPORT.md, schema_version 1) of this guard's findings."""
+        from .report.json_report import build_report
+
+        return build_report(self, target=target, status=status, exception=exception)
+
+    def summary(self) -> str:
+        """The text report a person reads: every finding, worst first."""
+        from .report.text import render_findings
+
+        return render_findings(self.findings)
+
+    def __repr__(self) -> str:
+        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}
+        return (f"GraphGuard(mode={self.mode!r}, iterations={self.iteration}, "
+                f"findings={len(self.findings)} {counts})")

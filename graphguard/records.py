@@ -1,0 +1,135 @@
+"""Frozen records shared by capture, rules and reports: source locations, subjects, findings."""
+from __future__ import annotations
+
+import linecache
+import os
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = ["Frame", "Site", "SourceLoc", "Subject", "Related", "Finding", "SEVERITIES", "relpath"]
+
+SEVERITIES = ("info", "warning", "error")
+
+
+class Frame(NamedTuple):
+    """One user frame, captured as plain data so that no frame object (and its locals) is kept."""
+
+    file: str  # absolute path, as in code.co_filename
+    line: int  # line number being executed
+    function: str  # code.co_name
+
+
+# A call stack of user frames, innermost first (at most a handful: see capture/sites.py).
+Site = tuple[Frame, ...]
+
+
+def relpath(path: str) -> str:
+    """Path relative to the current directory when below it, else absolute (REPORT.md)."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A place in the user's code: file, line, function and the source text of that line."""
+
+    file: str  # path as given by the interpreter (absolute); shown relative by to_dict
+    line: int
+    function: str = ""
+    code: str = ""  # the stripped source line, "" when unavailable
+
+    @classmethod
+    def from_frame(cls, frame: Frame) -> "SourceLoc":
+        text = linecache.getline(frame.file, frame.line).strip()
+        return cls(frame.file, frame.line, frame.function, text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": relpath(self.file), "line": self.line, "function": self.function,
+                "code": self.code}
+
+    def short(self) -> str:
+        return f"{relpath(self.file)}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The tensor, parameter, module or optimizer a finding is about."""
+
+    name: str | None  # the user's own name for it (`ref_image`, `model.fc.weight`), never invented
+    kind: str = "tensor"  # tensor | parameter | module | optimizer | call
+    summary: str = ""  # one-line tensor summary: `f32[128, 128] grad_fn=AddBackward0`
+    created_at: SourceLoc | None = None
+    created_in_iteration: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "summary": self.summary,
+                "created_at": self.created_at.to_dict() if self.created_at else None,
+                "created_in_iteration": self.created_in_iteration}
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place that matters to a finding (role: saved-at, modified-at, cut-by, consumed-by, held-by...)."""
+
+    role: str
+    name: str | None = None
+    op: str | None = None
+    location: SourceLoc | None = None
+    iteration: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "name": self.name, "op": self.op,
+                               "location": self.location.to_dict() if self.location else None}
+        if self.iteration is not None:
+            out["iteration"] = self.iteration
+        return out
+
+
+@dataclass
+class Finding:
+    """One detected misuse. Holds data only; the sentence is rendered from the rule's template."""
+
+    code: str
+    slug: str
+    severity: str
+    args: dict[str, Any]  # values for the rule's message template
+    subject: Subject
+    location: SourceLoc | None
+    iteration: int
+    before_crash: bool
+    fix: str
+    related: list[Related] = field(default_factory=list)
+    diagram: dict[str, str] | None = None  # paths of the DOT/SVG files once written
+    graph: Any = None  # capture.snapshot.GraphSnapshot of the offending part, for diagrams
+    details: dict[str, Any] = field(default_factory=dict)  # extra data (internal tracebacks...)
+
+    @property
+    def message(self) -> str:
+        from .rules import rule_for_code  # late import: rules import records
+
+        rule = rule_for_code(self.code)
+        try:
+            return rule.template.format(**self.args)
+        except (KeyError, IndexError, ValueError):
+            return rule.template
+
+    def key(self) -> tuple:
+        """What makes two findings the same report (used to report a repeated misuse once)."""
+        loc = (self.location.file, self.location.line) if self.location else None
+        return (self.code, self.subject.name, loc)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code, "slug": self.slug, "severity": self.severity,
+            "message": self.message, "subject": self.subject.to_dict(),
+            "location": self.location.to_dict() if self.location else None,
+            "iteration": self.iteration, "before_crash": self.before_crash,
+            "related": [r.to_dict() for r in self.related], "fix": self.fix,
+            "diagram": self.diagram,
+        }
+        if self.details:
+            out["details"] = self.details
+        return out

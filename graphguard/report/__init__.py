@@ -1,0 +1,1 @@
+"""Showing findings: text, JSON, HTML, DOT. Renderers are pure functions of findings."""

@@ -1,0 +1,54 @@
+"""The rule catalog: one module per rule, registered in ALL_RULES (no import side effects)."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..errors import GraphGuardUsageError
+from .base import DOC_HEADINGS, Rule
+from .gg001_stale_graph import StaleGraph
+from .gg002_non_detached_target import NonDetachedTarget
+from .gg003_double_backward import DoubleBackward
+from .gg004_carried_state import CarriedState
+from .gg008_param_without_grad import ParamWithoutGrad
+from .gg009_loss_without_grad import LossWithoutGrad
+from .gg103_needless_requires_grad import NeedlessRequiresGrad
+from .gg104_copy_construct_detach import CopyConstructDetach
+from .gg901_internal_error import InternalError
+
+__all__ = ["ALL_RULES", "Rule", "rule_for_code", "check_codes", "selected", "DOC_HEADINGS"]
+
+ALL_RULES: list[type[Rule]] = [
+    StaleGraph,
+    NonDetachedTarget,
+    DoubleBackward,
+    CarriedState,
+    ParamWithoutGrad,
+    LossWithoutGrad,
+    NeedlessRequiresGrad,
+    CopyConstructDetach,
+    InternalError,
+]
+
+_BY_CODE = {r.code: r for r in ALL_RULES}
+
+
+def rule_for_code(code: str) -> type[Rule]:
+    """The rule class for a code such as ``GG001`` (GraphGuardUsageError when unknown)."""
+    try:
+        return _BY_CODE[code.upper()]
+    except KeyError:
+        raise GraphGuardUsageError(f"unknown rule code {code!r} (see `graphguard rules`)") from None
+
+
+def check_codes(prefixes: Iterable[str]) -> None:
+    """Reject code prefixes that match no rule (a typo must not silently select nothing)."""
+    for p in prefixes:
+        if not any(code.startswith(p.upper()) for code in _BY_CODE):
+            raise GraphGuardUsageError(f"unknown rule code {p!r} (see `graphguard rules`)")
+
+
+def selected(code: str, select: Iterable[str], ignore: Iterable[str]) -> bool:
+    sel = [s.upper() for s in select]
+    if sel and not any(code.startswith(s) for s in sel):
+        return False
+    return not any(code.startswith(i.upper()) for i in ignore)

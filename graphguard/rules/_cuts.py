@@ -1,0 +1,66 @@
+"""Shared wording helpers for rules that explain a missing gradient by the ops that cut it."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..capture.records import Cut
+from ..context import RuleContext, assigned_name
+from ..records import Related
+
+__all__ = ["describe_op", "cut_related", "fix_for_cut", "leaf_label"]
+
+_OPS = {"gt": "comparison `>`", "lt": "comparison `<`", "ge": "comparison `>=`",
+        "le": "comparison `<=`", "eq": "comparison `==`", "ne": "comparison `!=`",
+        "__gt__": "comparison `>`", "__lt__": "comparison `<`", "__ge__": "comparison `>=`",
+        "__le__": "comparison `<=`", "__eq__": "comparison `==`", "__ne__": "comparison `!=`",
+        "argmax": "argmax", "argmin": "argmin", "round": "round", "floor": "floor", "ceil": "ceil",
+        "sign": "sign", "detach": ".detach()", "item": ".item()", "tolist": ".tolist()",
+        "numpy": ".numpy()", "tensor": "torch.tensor(...) copy", "as_tensor": "torch.as_tensor copy",
+        "new_tensor": ".new_tensor(...) copy", "long": "integer cast", "int": "integer cast",
+        "bool": "bool cast", "to": "dtype cast", "type": "dtype cast", "where": "torch.where",
+        "topk": "topk indices", "sort": "sort indices", "max": "max indices", "bucketize": "bucketize",
+        "searchsorted": "searchsorted", "multinomial": "sampling", "bernoulli": "sampling"}
+
+
+def describe_op(cut: Cut) -> str:
+    base = _OPS.get(cut.op, cut.op)
+    return f"{base} under torch.no_grad()" if cut.no_grad else base
+
+
+def leaf_label(ctx: RuleContext, leaf: Any) -> str | None:
+    """A leaf's user name: a live variable, else the name its creating line assigned."""
+    hit = ctx.name_of(leaf)
+    if hit:
+        return hit.name
+    rec = ctx.rec.leaves.get(leaf)
+    if rec is not None and rec.site:
+        return assigned_name(rec.site[0], rec.func)
+    return None
+
+
+def cut_related(ctx: RuleContext, cuts: list[Cut], limit: int = 4) -> list[Related]:
+    out = []
+    for c in cuts[:limit]:
+        name = assigned_name(c.site[0]) if c.site else None
+        out.append(Related("cut-by", name, describe_op(c), ctx.loc(c.site), c.iteration))
+    return out
+
+
+def fix_for_cut(cut: Cut | None, name: str) -> str:
+    if cut is None:
+        return f"make sure {name} is used in the loss through differentiable operations"
+    op = cut.op.strip("_")
+    if cut.no_grad:
+        return "compute that value outside torch.no_grad() so the gradient can flow"
+    if op in ("gt", "lt", "ge", "le", "eq", "ne", "where", "sign"):
+        return ("replace the hard comparison with a smooth one, e.g. torch.sigmoid(k * (x - t)) "
+                "for x > t, so the loss depends differentiably on " + name)
+    if op in ("argmax", "argmin", "topk", "sort", "max"):
+        return "use soft weights (torch.softmax) instead of indices, or a straight-through estimator"
+    if op in ("round", "floor", "ceil"):
+        return "use a straight-through estimator: x + (x.round() - x).detach()"
+    if op == "detach":
+        return "remove the .detach() on the path from " + name + " to the loss"
+    if op in ("item", "tolist", "numpy", "tensor", "as_tensor", "new_tensor"):
+        return "keep the value a tensor (torch.stack / torch.cat instead of torch.tensor(...) or .item())"
+    return f"make the op at line {cut.site[0].line if cut.site else '?'} differentiable"

@@ -1,0 +1,78 @@
+"""GG001 stale-graph: a backward runs into graph parts an earlier iteration's backward already used."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import BackwardCall
+from ..records import Finding, Related
+from ._stale import analyze, snapshot
+from .base import Rule, display
+
+__all__ = ["StaleGraph"]
+
+
+class StaleGraph(Rule):
+    """## What it does
+    Before each backward, checks whether the graph it is about to run reaches nodes that a
+    backward of an earlier iteration already ran through: a tensor built once (before the loop,
+    or in an earlier iteration) that still carries autograd history and is used again.
+
+    ## Why is this bad?
+    The first backward frees the buffers those nodes saved, so the next one fails with
+    "Trying to backward through the graph a second time", a message that names no variable.
+    With `retain_graph=True` it does not fail: the old part is run again every iteration, its
+    leaves keep collecting gradient, and the memory is never released.
+
+    ## Example
+    ```python
+    ref = torch.zeros(8, requires_grad=True) * 2   # built once, with history
+    for step in range(3):
+        loss = ((w - ref) ** 2).sum()
+        loss.backward()          # second iteration: backward through the graph a second time
+        opt.step(); opt.zero_grad()
+    ```
+
+    ## Use instead
+    ```python
+    ref = (torch.zeros(8, requires_grad=True) * 2).detach()   # or build it under torch.no_grad()
+    ```
+
+    ## Known problems
+    Only graph parts built while the guard was active carry a creation line; parts built before
+    the `with` are still detected but reported without the line that made them.
+    """
+
+    code = "GG001"
+    slug = "stale-graph"
+    severity = "error"
+    summary = "backward reaches graph parts freed (or re-run) by an earlier iteration's backward"
+    template = ("{name} was built in iteration {made_in} and its graph was already used by the "
+                "backward at line {consumed_line}; this backward would run through it again{crash}. "
+                "Detach it: {fix}")
+    events = (BackwardCall,)
+
+    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+        event.iteration = ctx.iteration  # type: ignore[attr-defined]
+        a = analyze(event)
+        if a.kind == "none" or a.carried:
+            return None
+        if a.kind == "freed" and not a.same_call_line:
+            return None  # a second backward call in the same iteration: GG003
+        node = event.scan.nodes[a.boundary]
+        hit = ctx.name_of_node(node)
+        st = ctx.stamp(node)
+        subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
+                              iteration=st.iteration if st else None)
+        name = subject.name
+        fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
+               else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
+        consumed = ctx.loc(a.mark.site) if a.mark else None
+        related = [Related("consumed-by", None, "backward", consumed, a.mark.iteration if a.mark else None)]
+        crash = " and fail (its saved buffers were freed)" if a.kind == "freed" else " (retain_graph keeps it alive)"
+        return [self.finding(
+            ctx, subject, ctx.loc(event.site), fix,
+            {"made_in": subject.created_in_iteration if subject.created_in_iteration is not None else "an earlier iteration",
+             "consumed_line": consumed.line if consumed else "?", "crash": crash,
+             "fix": fix, "name": display(name)},
+            related, graph=snapshot(event, a, name, f"GG001: {name or 'stale graph'}"))]
+

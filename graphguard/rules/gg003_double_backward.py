@@ -1,0 +1,69 @@
+"""GG003 double-backward: a second backward in one iteration runs through nodes the first freed."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import BackwardCall
+from ..records import Finding, Related
+from ._stale import analyze, snapshot
+from .base import Rule, display
+
+__all__ = ["DoubleBackward"]
+
+
+class DoubleBackward(Rule):
+    """## What it does
+    Before a backward, checks whether another backward call of the same iteration already ran
+    through (and freed) part of its graph: two losses sharing a trunk, each with its own
+    `backward()`, or a GAN generator step through a `fake` the discriminator step did not detach.
+
+    ## Why is this bad?
+    The first backward freed the shared nodes' buffers, so the second fails with "Trying to
+    backward through the graph a second time", without saying which tensor is shared.
+
+    ## Example
+    ```python
+    feats = encoder(x)
+    loss_a = head_a(feats).mean(); loss_a.backward()
+    loss_b = head_b(feats).mean(); loss_b.backward()   # feats' graph is already freed
+    ```
+
+    ## Use instead
+    ```python
+    (loss_a + loss_b).backward()          # one backward for the sum
+    # or: loss_a.backward(retain_graph=True); loss_b.backward()
+    # or, in a GAN discriminator step: D(fake.detach())
+    ```
+
+    ## Known problems
+    Two backward calls on one line inside an inner loop are judged as iterations (GG001).
+    """
+
+    code = "GG003"
+    slug = "double-backward"
+    severity = "error"
+    summary = "a second backward in one iteration runs through nodes the first one freed"
+    template = ("{name} is shared by two backward calls: the one at line {first_line} already freed "
+                "its graph, so this one would fail. {fix}")
+    events = (BackwardCall,)
+
+    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+        event.iteration = ctx.iteration  # type: ignore[attr-defined]
+        a = analyze(event)
+        if a.kind != "freed" or a.same_call_line or a.carried:
+            return None
+        node = event.scan.nodes[a.boundary]
+        hit = ctx.name_of_node(node)
+        st = ctx.stamp(node)
+        subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
+                              iteration=st.iteration if st else None)
+        name = subject.name
+        first = ctx.loc(a.mark.site) if a.mark else None
+        shared = f"{name}.detach()" if name else ".detach() on the shared tensor"
+        fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
+               f"backward, or use {shared} where the second loss must not reach it")
+        related = [Related("consumed-by", None, "backward", first, a.mark.iteration if a.mark else None)]
+        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                             {"first_line": first.line if first else "?", "fix": fix,
+                              "name": display(name, "A tensor")},
+                             related, graph=snapshot(event, a, name, f"GG003: {name or 'shared graph'}"))]

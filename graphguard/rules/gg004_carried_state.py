@@ -1,0 +1,82 @@
+"""GG004 carried-state: last iteration's value, with its graph, feeds this iteration's."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..capture.names import find_name
+from ..events import BackwardCall
+from ..records import Finding, Related
+from ._stale import _site_key, analyze, snapshot
+from .base import Rule, display
+
+__all__ = ["CarriedState"]
+
+
+class CarriedState(Rule):
+    """## What it does
+    Detects state carried from one iteration into the next without `detach()`: an RNN/LSTM hidden
+    state, a running estimate, an attribute of the model. The same line made part of the old graph
+    and part of the new one, so each iteration's graph hangs on to all the previous ones.
+
+    ## Why is this bad?
+    Without `retain_graph=True` the second backward fails ("Trying to backward through the graph
+    a second time"). With it, the graph and the time per step grow every iteration until memory
+    runs out, and gradients flow back through every earlier batch.
+
+    ## Example
+    ```python
+    hidden = torch.zeros(1, 16)
+    for x, y in batches:
+        out, hidden = rnn(x, hidden)      # hidden still carries last batch's graph
+        loss = F.mse_loss(out, y)
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in batches:
+        hidden = hidden.detach()          # truncated BPTT: keep the value, drop the history
+        out, hidden = rnn(x, hidden)
+    ```
+
+    ## Known problems
+    Needs the creation lines recorded in the first iterations; in light mode a carried state is
+    first reported as GG001, and recording is switched back on.
+    """
+
+    code = "GG004"
+    slug = "carried-state"
+    severity = "error"
+    summary = "state carried across iterations without detach: the graph grows every iteration"
+    template = ("{name} carries its graph from iteration {made_in} into this one ({stale} old graph "
+                "nodes reached{crash}); detach it at the start of each iteration: {fix}")
+    events = (BackwardCall,)
+
+    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+        event.iteration = ctx.iteration  # type: ignore[attr-defined]
+        a = analyze(event)
+        if a.kind == "none" or not a.carried:
+            return None
+        node = event.scan.nodes[a.boundary]
+        st = ctx.stamp(node)
+        key = _site_key(st.site) if st else None
+        # the variable that now holds this iteration's value made by the same line
+        hit = find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is not None
+                        and (s := ctx.stamp(v.grad_fn)) is not None and _site_key(s.site) == key)
+        if hit is None:
+            hit = ctx.name_of_node(node)
+        subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
+                              iteration=st.iteration if st else None)
+        name = subject.name
+        fix = f"{name} = {name}.detach()" if name else "call .detach() on the carried tensor"
+        prev = ctx.loc(a.mark.site) if a.mark else None
+        related = [Related("consumed-by", None, "backward", prev, a.mark.iteration if a.mark else None)]
+        if subject.created_at:
+            related.append(Related("assigned-at", name, None, subject.created_at))
+        crash = ", whose buffers are freed: this backward would fail" if a.kind == "freed" else ""
+        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                             {"made_in": st.iteration if st else "?", "stale": len(a.members),
+                              "crash": crash, "fix": fix, "name": display(name)},
+                             related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}"))]

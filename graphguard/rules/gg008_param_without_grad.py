@@ -1,0 +1,67 @@
+"""GG008 param-without-grad: an optimizer steps a parameter that got no gradient, and why."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import StepCall
+from ..records import Finding
+from ._cuts import cut_related, describe_op, fix_for_cut
+from .base import Rule, display
+
+__all__ = ["ParamWithoutGrad"]
+
+
+class ParamWithoutGrad(Rule):
+    """## What it does
+    At `optimizer.step()`, finds parameters the optimizer holds whose `.grad` is still `None`
+    although the guard saw their path to the loss cut: a comparison, `argmax`, `round`,
+    `torch.where` on a bool mask, `.detach()`, `.item()`, a `torch.tensor(...)` copy, or a
+    `torch.no_grad()` region. It names the parameter and the op and line that cut it.
+
+    ## Why is this bad?
+    Nothing crashes, the loss is computed, the optimizer steps, and the parameter never moves.
+    Training "runs" and silently learns nothing for that parameter.
+
+    ## Example
+    ```python
+    mask = torch.where(dist < radius, 1.0, 0.0)    # comparison: no gradient to radius
+    loss = ((image * mask - ref) ** 2).mean()
+    loss.backward(); opt.step()                     # radius.grad is None
+    ```
+
+    ## Use instead
+    ```python
+    mask = torch.sigmoid(10 * (radius - dist))      # a soft, differentiable mask
+    ```
+
+    ## Known problems
+    Parameters that are simply unused by the forward pass (no cut seen) are not reported here.
+    """
+
+    code = "GG008"
+    slug = "param-without-grad"
+    severity = "error"
+    summary = "an optimized parameter got no gradient: its path to the loss was cut"
+    template = ("{name} is optimized but received no gradient: its path to the loss is cut by "
+                "{op} at line {line}. {fix}")
+    events = (StepCall,)
+
+    def check(self, event: StepCall, ctx: Any) -> list[Finding] | None:
+        out = []
+        for group in event.optimizer.param_groups:
+            for p in group["params"]:
+                if not p.requires_grad or p.grad is not None:
+                    continue
+                cuts = ctx.rec.cuts_for_leaf(p, ctx.iteration)
+                if not cuts:
+                    continue
+                subject = ctx.subject(p, kind="parameter")
+                name = subject.name
+                first = cuts[0]
+                fix = fix_for_cut(first, name or "the parameter")
+                out.append(self.finding(
+                    ctx, subject, ctx.loc(event.site), fix,
+                    {"op": describe_op(first), "line": first.site[0].line if first.site else "?",
+                     "fix": fix, "name": display(name, "A parameter")},
+                    cut_related(ctx, cuts)))
+        return out
