@@ -144,7 +144,7 @@ class Recorder:
             if gf is not None:
                 md = gf.metadata
                 if key not in md:
-                    md[key] = Stamp(self.guard.iteration, self.site())
+                    md[key] = Stamp(self.guard.iteration, self.site(), self.guard.backward_calls)
             elif (kwargs.get("requires_grad") or name == "requires_grad_") and o not in self.leaves:
                 self._record_leaf(o, name)
         if rg_in and not any_rg_out and not self.in_step and target is None:

@@ -16,6 +16,7 @@ class Stamp(NamedTuple):
 
     iteration: int  # guard iteration in which the node was made
     site: Site  # user frames of the op that made it
+    epoch: int  # backward calls started before it was made
 
 
 class Mark(NamedTuple):

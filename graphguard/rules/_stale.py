@@ -17,7 +17,8 @@ class StaleAnalysis:
 
     kind: str  # "none" | "freed" (running it will raise) | "retained" (re-traversed, kept)
     members: set[int] = field(default_factory=set)  # walk indices of the stale nodes
-    boundary: int = -1  # the stale node where the old part joins the new graph
+    boundary: int = -1  # the old node where the old part joins the graph built after it
+    marked_boundary: int = -1  # the topmost node the earlier backward itself traversed
     freed: list[int] = field(default_factory=list)  # stale nodes whose buffers are gone
     mark: Mark | None = None  # the earlier backward that traversed the boundary
     same_call_line: bool = False  # that backward was called from the line of this one
@@ -35,7 +36,11 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
         return cached
     scan: GraphScan = call.scan
     marks = scan.marks
-    freed_members = {i for i, m in enumerate(marks) if m is not None and not m.retained}
+    it = call_iteration(call)
+    # Leaves (AccumulateGrad) are reached by every backward on purpose: never "stale".
+    leafy = {i for i, n in enumerate(scan.nodes) if type(n).__name__ == "AccumulateGrad"}
+    freed_members = {i for i, m in enumerate(marks)
+                     if m is not None and not m.retained and i not in leafy}
     out = StaleAnalysis("none")
     if freed_members:
         # One freed node is enough to predict the crash; stop there (each check costs ~15 us).
@@ -45,17 +50,32 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
                 break
     if out.kind == "none":
         old = {i for i, m in enumerate(marks)
-               if m is not None and m.retained and m.iteration < call_iteration(call)}
+               if m is not None and m.retained and m.iteration < it and i not in leafy}
         if old:
             out = StaleAnalysis("retained", old)
     if out.kind != "none":
         start = out.freed[0] if out.freed else min(out.members)
         par = scan.walk.parent
+        stamps = scan.stamps
         j = start
         while par[j] >= 0 and par[j] in out.members:
             j = par[j]
-        out.boundary = j
+        out.marked_boundary = j
         out.mark = marks[j]
+        consumed_by = out.mark.backward if out.mark else -1
+
+        def old(i: int) -> bool:
+            # made before that earlier backward ran: a carried value no backward reached itself
+            # yet (an RNN's returned hidden state) is as old as the part it hangs on to
+            st = stamps[i]
+            return st is not None and st.epoch <= consumed_by and i not in leafy
+
+        k = j
+        while par[k] >= 0 and old(par[k]):
+            k = par[k]
+        # climbing to the root means the whole graph predates that backward (two losses built
+        # together): the traversed part itself is the shared one
+        out.boundary = j if par[k] < 0 and k != j and old(k) else k
         if out.mark and out.mark.site and call.site:
             out.same_call_line = out.mark.site[0][:2] == call.site[0][:2]
         out.carried = _carried(scan, out)
@@ -75,7 +95,7 @@ def _carried(scan: GraphScan, a: StaleAnalysis) -> bool:
         return False
     key = _site_key(st.site)
     for i, s in enumerate(scan.stamps):
-        if s is not None and i not in a.members and s.iteration > st.iteration and _site_key(s.site) == key:
+        if s is not None and i not in a.members and s.epoch > st.epoch and _site_key(s.site) == key:
             return True
     return False
 

@@ -52,7 +52,7 @@ class DoubleBackward(Rule):
         a = analyze(event)
         if a.kind != "freed" or a.same_call_line or a.carried:
             return None
-        node = event.scan.nodes[a.boundary]
+        node = event.scan.nodes[a.marked_boundary]
         hit = ctx.name_of_node(node)
         st = ctx.stamp(node)
         subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
