@@ -61,6 +61,34 @@ _GRAD_SIG = inspect.signature(torch.autograd.grad)
 _TENSOR_BACKWARD_SIG = inspect.signature(torch.Tensor.backward)
 
 
+def _user_stacklevel() -> int:
+    """The warnings stacklevel that points at the first user frame above graphguard and torch."""
+    from .capture.sites import is_internal_file
+
+    level, fr = 2, sys._getframe(2)  # 1 is our caller's warn() call site
+    while fr is not None and is_internal_file(fr.f_code.co_filename):
+        fr = fr.f_back
+        level += 1
+    return level
+
+
+def _showwarning_at_user_line(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap warnings.showwarning so that a warning torch raises from inside the mode (it points at
+    graphguard's frame, since that is the innermost Python frame) is shown at the user's line."""
+    import graphguard
+
+    own = graphguard.__file__.rsplit("/", 1)[0]
+
+    def showwarning(message: Any, category: Any, filename: str, lineno: int, *args: Any, **kw: Any) -> Any:
+        if filename.startswith(own):
+            site = user_site(1, 1)
+            if site:
+                filename, lineno = site[0].file, site[0].line
+        return orig(message, category, filename, lineno, *args, **kw)
+
+    return showwarning
+
+
 def _as_list(x: Any) -> list[Any]:
     if x is None:
         return []
@@ -182,6 +210,7 @@ class GraphGuard:
         self._undo.append(h2.remove)
         self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward, "backward"))
         self._patch(torch.autograd, "grad", self._wrap_backward(torch.autograd.grad, "grad"))
+        self._patch(warnings, "showwarning", _showwarning_at_user_line(warnings.showwarning))
         orig_add = torch.optim.Optimizer.add_param_group
         self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
 
@@ -417,14 +446,7 @@ class GraphGuard:
     def _warn(self, f: Finding) -> None:
         from .report.text import render_findings
 
-        # stacklevel: count frames up to the first user frame, so the warning points at user code
-        level, fr = 1, sys._getframe(1)
-        from .capture.sites import is_internal_file
-
-        while fr is not None and is_internal_file(fr.f_code.co_filename):
-            fr = fr.f_back
-            level += 1
-        warnings.warn(GraphGuardWarning(render_findings([f])), stacklevel=level)
+        warnings.warn(GraphGuardWarning(render_findings([f])), stacklevel=_user_stacklevel())
 
     def _internal_error(self, err: BaseException, doing: str) -> None:
         """A failure inside graphguard: record GG901 and let the user's program go on."""

@@ -1,0 +1,218 @@
+"""Correct training code that uses autograd in unusual but legitimate ways: no finding allowed."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def gan_detached_fake():
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    for _ in range(4):
+        real = torch.randn(8, 2)
+        fake = G(torch.randn(8, 4))
+        opt_d.zero_grad()
+        d_loss = (F.binary_cross_entropy_with_logits(D(real), torch.ones(8, 1))
+                  + F.binary_cross_entropy_with_logits(D(fake.detach()), torch.zeros(8, 1)))
+        d_loss.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        g_loss = F.binary_cross_entropy_with_logits(D(fake), torch.ones(8, 1))  # fake reused
+        g_loss.backward()
+        opt_g.step()
+
+
+def wgan_gp():
+    torch.manual_seed(0)
+    D = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+    G = nn.Linear(3, 2)
+    opt_d = torch.optim.Adam(D.parameters(), lr=1e-4)
+    opt_g = torch.optim.Adam(G.parameters(), lr=1e-4)
+    for _ in range(3):
+        real = torch.randn(8, 2)
+        fake = G(torch.randn(8, 3)).detach()
+        alpha = torch.rand(8, 1)
+        interp = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+        grads = torch.autograd.grad(D(interp).sum(), interp, create_graph=True)[0]
+        gp = ((grads.norm(2, dim=1) - 1) ** 2).mean()
+        d_loss = D(fake).mean() - D(real).mean() + 10 * gp
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+        g_loss = -D(G(torch.randn(8, 3))).mean()
+        opt_g.zero_grad()
+        g_loss.backward()
+        opt_g.step()
+
+
+def maml_second_order():
+    torch.manual_seed(0)
+    w = nn.Parameter(torch.randn(3, 1) * 0.1)
+    meta_opt = torch.optim.SGD([w], lr=0.01)
+    for _ in range(3):
+        meta_opt.zero_grad()
+        meta_loss = 0.0
+        for _task in range(2):
+            xs, ys = torch.randn(5, 3), torch.randn(5, 1)
+            inner = F.mse_loss(xs @ w, ys)
+            (g,) = torch.autograd.grad(inner, w, create_graph=True)
+            fast = w - 0.1 * g
+            xq, yq = torch.randn(5, 3), torch.randn(5, 1)
+            meta_loss = meta_loss + F.mse_loss(xq @ fast, yq)
+        meta_loss.backward()
+        meta_opt.step()
+
+
+def gradient_accumulation():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    accum = 4
+    opt.zero_grad()
+    for i in range(12):
+        x, y = torch.randn(4, 6), torch.randn(4, 1)
+        loss = F.mse_loss(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+
+
+def two_losses_retain_graph():
+    torch.manual_seed(0)
+    enc = nn.Linear(5, 8)
+    cls, rec = nn.Linear(8, 3), nn.Linear(8, 5)
+    opt = torch.optim.Adam([*enc.parameters(), *cls.parameters(), *rec.parameters()])
+    for _ in range(3):
+        x, y = torch.randn(6, 5), torch.randint(0, 3, (6,))
+        z = torch.relu(enc(x))
+        opt.zero_grad()
+        F.cross_entropy(cls(z), y).backward(retain_graph=True)
+        F.mse_loss(rec(z), x).backward()
+        opt.step()
+
+
+def truncated_bptt_lstm():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 8)
+    head = nn.Linear(8, 1)
+    opt = torch.optim.Adam([*lstm.parameters(), *head.parameters()], lr=1e-3)
+    h = (torch.zeros(1, 2, 8), torch.zeros(1, 2, 8))
+    for _ in range(4):
+        h = tuple(s.detach() for s in h)
+        x, y = torch.randn(5, 2, 3), torch.randn(5, 2, 1)
+        out, h = lstm(x, h)
+        loss = F.mse_loss(head(out), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def classifier_with_metrics_and_eval():
+    torch.manual_seed(0)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(10, 32), nn.ReLU(inplace=True), nn.Dropout(0.1))
+            self.out = nn.Linear(32, 4)
+
+        def forward(self, x):
+            return self.out(self.body(x))
+
+    net = Net()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
+    history = []
+    for epoch in range(2):
+        net.train()
+        total = 0.0
+        for _ in range(3):
+            x, y = torch.randn(16, 10), torch.randint(0, 4, (16,))
+            logits = net(x)
+            loss = F.cross_entropy(logits, y, label_smoothing=0.1)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            total += loss.item()
+            acc = (logits.argmax(1) == y).float().mean().item()
+        sched.step()
+        history.append((total, acc))
+        net.eval()
+        with torch.no_grad():
+            val = F.cross_entropy(net(torch.randn(8, 10)), torch.randint(0, 4, (8,)))
+        history.append(val.item())
+
+
+def manual_sgd_no_optimizer():
+    torch.manual_seed(0)
+    w = torch.randn(3, requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+    for _ in range(5):
+        x, y = torch.randn(10, 3), torch.randn(10)
+        loss = ((x @ w + b - y) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            w -= 0.1 * w.grad
+            b -= 0.1 * b.grad
+        w.grad = None
+        b.grad.zero_()
+
+
+def ema_teacher_distillation():
+    torch.manual_seed(0)
+    student = nn.Linear(4, 3)
+    teacher = nn.Linear(4, 3)
+    teacher.load_state_dict(student.state_dict())
+    for p in teacher.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.SGD(student.parameters(), lr=0.1)
+    for _ in range(3):
+        x = torch.randn(8, 4)
+        with torch.no_grad():
+            target = F.softmax(teacher(x), dim=1)
+        loss = F.kl_div(F.log_softmax(student(x), dim=1), target, reduction="batchmean")
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for pt, ps in zip(teacher.parameters(), student.parameters()):
+                pt.mul_(0.9).add_(ps, alpha=0.1)
+
+
+def vqvae_commitment_swapped_roles():
+    torch.manual_seed(0)
+    enc = nn.Linear(6, 4)
+    codebook = nn.Parameter(torch.randn(8, 4))
+    opt = torch.optim.Adam([*enc.parameters(), codebook])
+    for _ in range(3):
+        z = enc(torch.randn(5, 6))
+        idx = torch.cdist(z, codebook).argmin(1)
+        q = codebook[idx]
+        loss = F.mse_loss(q, z.detach()) + 0.25 * F.mse_loss(q.detach(), z)
+        q_st = z + (q - z).detach()
+        loss = loss + q_st.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def reference_built_once_with_no_grad():
+    torch.manual_seed(0)
+    src = torch.randn(16, requires_grad=True)
+    opt = torch.optim.SGD([src], lr=0.1)
+    with torch.no_grad():
+        ref = torch.sin(torch.linspace(0, 3, 16)) * 2
+    for _ in range(4):
+        opt.zero_grad()
+        F.mse_loss(src, ref).backward()
+        opt.step()
+
+
+ALL = [gan_detached_fake, wgan_gp, maml_second_order, gradient_accumulation,
+       two_losses_retain_graph, truncated_bptt_lstm, classifier_with_metrics_and_eval,
+       manual_sgd_no_optimizer, ema_teacher_distillation, vqvae_commitment_swapped_roles,
+       reference_built_once_with_no_grad]
