@@ -218,6 +218,7 @@ class Recorder:
         rec = self.leaves.get(t) if isinstance(t, torch.Tensor) else None
         if rec is not None:
             rec.stats.used = True
+        self._cur_site = None  # the cached site belongs to the last op, not to this read
         self.guard._dispatch(GradRead(self.site(), t))
 
     def mark_used(self, tensors: Any) -> None:
