@@ -36,6 +36,31 @@ _INPLACE_DUNDER = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", 
                              "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"})
 
 
+
+def _inplace_positions() -> dict[str, int]:
+    """Functional activations/dropouts whose `inplace` flag nn modules pass by position
+    (`nn.Dropout` calls `F.dropout(input, p, training, inplace)`), by function name."""
+    import inspect
+
+    out: dict[str, int] = {}
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                 "feature_alpha_dropout", "threshold", "hardtanh", "elu", "celu", "selu",
+                 "leaky_relu", "rrelu", "hardswish", "hardsigmoid", "relu", "relu6", "silu", "mish"):
+        fn = getattr(F, name, None)
+        try:
+            params = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            continue
+        if "inplace" in params:
+            out[getattr(fn, "__name__", name)] = params.index("inplace")
+    return out
+
+
+# Same-named aten functions (`torch.dropout(input, p, train)`) have no argument at that
+# position, or one that is never `True`, so a name lookup is safe.
+_INPLACE_POS = _inplace_positions()
+
+
 def func_name(func: Any) -> str:
     return getattr(func, "__name__", None) or type(func).__name__
 
@@ -47,6 +72,9 @@ def inplace_target(name: str, args: tuple, kwargs: dict) -> Any:
         return out
     if kwargs and kwargs.get("inplace") is True:
         return args[0] if args else kwargs.get("input")
+    pos = _INPLACE_POS.get(name)
+    if pos is not None and len(args) > pos and args[pos] is True:
+        return args[0]
     if name in _INPLACE_DUNDER or (name.endswith("_") and not name.endswith("__")
                                    and name not in NOT_INPLACE):
         return args[0] if args else None
