@@ -36,7 +36,6 @@ _INPLACE_DUNDER = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", 
                              "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"})
 
 
-
 def _inplace_positions() -> dict[str, int]:
     """Functional activations/dropouts whose `inplace` flag nn modules pass by position
     (`nn.Dropout` calls `F.dropout(input, p, training, inplace)`), by function name."""
