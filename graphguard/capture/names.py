@@ -64,10 +64,11 @@ def _candidates(frame: types.FrameType) -> Iterator[tuple[str, Any, str]]:
                 yield name, value, "global"
 
 
-def _expand(name: str, value: Any, scope: str) -> Iterator[tuple[str, Any, str]]:
-    """The value itself, then what it holds: module parameters/buffers, container elements."""
+def _expand(name: str, value: Any, scope: str, depth: int = 2) -> Iterator[tuple[str, Any, str]]:
+    """The value itself, then what it holds: module parameters/buffers and attributes, container
+    elements, a helper object's attributes (bounded depth)."""
     yield name, value, scope
-    if isinstance(value, _SKIP_TYPES):
+    if isinstance(value, _SKIP_TYPES) or isinstance(value, torch.Tensor) or depth <= 0:
         return
     if isinstance(value, torch.nn.Module):
         for i, (pname, p) in enumerate(value.named_parameters()):
@@ -76,31 +77,31 @@ def _expand(name: str, value: Any, scope: str) -> Iterator[tuple[str, Any, str]]
             yield f"{name}.{pname}", p, "parameter"
         for bname, b in value.named_buffers():
             yield f"{name}.{bname}", b, "parameter"
-        # plain tensor attributes of modules (not registered): `self.w = torch.randn(...)`
+        # plain attributes of modules (not registered): `self.w = torch.randn(...)`, `self.state`
         for attr, v in list(vars(value).items()):
-            if isinstance(v, torch.Tensor) and not attr.startswith("_"):
-                yield f"{name}.{attr}", v, "attribute"
+            if not attr.startswith("_") and isinstance(v, (torch.Tensor, list, tuple, dict)):
+                yield from _expand(f"{name}.{attr}", v, "attribute", depth - 1)
     elif isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
         n = len(value)
         for i, v in enumerate(value[:MAX_CONTAINER]):
-            if isinstance(v, torch.Tensor):
-                idx = i if i < n - 1 or n == 1 else -1
-                yield f"{name}[{idx}]", v, "element"
+            if isinstance(v, (torch.Tensor, list, tuple)):
+                idx = i if i < n - 1 or n <= 2 else -1
+                yield from _expand(f"{name}[{idx}]", v, "element", depth - 1)
     elif isinstance(value, dict):
         for i, (k, v) in enumerate(list(value.items())):
             if i >= MAX_CONTAINER:
                 break
-            if isinstance(v, torch.Tensor) and isinstance(k, (str, int)):
-                yield f"{name}[{k!r}]", v, "element"
-    elif hasattr(value, "__dict__") and not isinstance(value, torch.Tensor) and type(value).__module__ not in ("builtins",):
+            if isinstance(v, (torch.Tensor, list, tuple)) and isinstance(k, (str, int)):
+                yield from _expand(f"{name}[{k!r}]", v, "element", depth - 1)
+    elif hasattr(value, "__dict__") and type(value).__module__ not in ("builtins",):
         # a user's helper object (a logger, a config): one level of tensor attributes
         try:
             items = list(vars(value).items())[:MAX_CONTAINER]
         except TypeError:
             return
         for attr, v in items:
-            if isinstance(v, torch.Tensor):
-                yield f"{name}.{attr}", v, "attribute"
+            if isinstance(v, (torch.Tensor, list, tuple, dict)) and not attr.startswith("_"):
+                yield from _expand(f"{name}.{attr}", v, "attribute", depth - 1)
 
 
 def find_names(match: Callable[[Any], bool], frames: list[types.FrameType] | None = None,

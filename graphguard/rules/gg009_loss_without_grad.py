@@ -56,6 +56,11 @@ class LossWithoutGrad(Rule):
             name = subject.name
             cut_ids = ctx.rec.taint.get(root) or frozenset()
             cuts = [ctx.rec.cuts[i] for i in sorted(cut_ids) if i in ctx.rec.cuts]
+            if not cuts:
+                # The value went through Python (`.item()`, `float(...)`) and lost its taint: the
+                # cuts of this iteration on optimized parameters are the best explanation left.
+                cuts = [c for c in ctx.rec.cuts.values() if c.iteration == ctx.iteration
+                        and not c.no_grad and any(ctx.is_optimized(r()) for r in c.leaves if r() is not None)]
             related: list[Related] = cut_related(ctx, cuts)
             leaves = []
             seen: set[int] = set()
