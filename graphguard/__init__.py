@@ -1,10 +1,24 @@
 """graphguard: find autograd graph misuse in PyTorch training code, in the user's own terms."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
 from .errors import GraphGuardUsageError, GraphGuardWarning, GraphMisuseError
-from .guard import GraphGuard, active_guards
 from .records import Finding, Related, SourceLoc, Subject
+
+if TYPE_CHECKING:
+    from .guard import GraphGuard, active_guards
 
 __all__ = ["GraphGuard", "GraphMisuseError", "GraphGuardWarning", "GraphGuardUsageError",
            "Finding", "Subject", "SourceLoc", "Related", "active_guards", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # NOTE [lazy torch]: graphguard.guard imports torch (seconds). The pytest plugin is imported by
+    # every pytest run (pytest11 entry point) and must stay cheap, so the guard loads on first use.
+    if name in ("GraphGuard", "active_guards"):
+        from . import guard
+
+        return getattr(guard, name)
+    raise AttributeError(f"module 'graphguard' has no attribute {name!r}")
