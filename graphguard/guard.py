@@ -8,7 +8,8 @@ import sys
 import threading
 import traceback
 import warnings
-from typing import Any, Callable, Iterable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import torch
 from torch.optim.optimizer import (register_optimizer_step_post_hook,
@@ -20,6 +21,7 @@ from .capture.scan import Mark, scan_graph
 from .capture.sites import user_site
 from .context import RuleContext
 from .errors import GraphGuardWarning, GraphMisuseError, GraphGuardUsageError
+from .expectation import Expectation, describe_missing
 from .events import BackwardCall, BackwardDone, Event, GuardExit, StepCall, StepDone
 from .records import Finding, SEVERITIES, Subject, SourceLoc
 from .rules import ALL_RULES, Rule, check_codes, selected
@@ -149,6 +151,9 @@ class GraphGuard:
             for ev in r.events:
                 self._by_event.setdefault(ev, []).append(r)
         self._seen: set[tuple] = set()
+        # findings caught by an expect() block (a test that wants the misuse); innermost block last
+        self.expected: list[Finding] = []
+        self._expectations: list[Expectation] = []
         self._entered = False
         self._pending_boundary = False
         self._in_backward = False
@@ -197,6 +202,41 @@ class GraphGuard:
     def step(self) -> None:
         """Mark the end of an iteration by hand (for loops without an optimizer)."""
         self._end_iteration(None)
+
+    @contextmanager
+    def expect(self, *codes: str) -> Iterator[Expectation]:
+        """Declare that the block must produce findings of these rule codes (prefixes).
+
+        For tests that check misuse is caught. Inside the block, findings of these codes are
+        *expected*: they go to ``guard.expected`` and the returned ``Expectation.findings``, are never
+        warned, and one of severity error raises :class:`~graphguard.GraphMisuseError` in every mode
+        (the block stops at the misuse, before PyTorch's own error) which the block then swallows.
+        Other findings behave as usual. Leaving the block without an expected finding raises
+        ``AssertionError``; an unrelated exception from the block propagates unchanged.
+
+        Example::
+
+            >>> with GraphGuard(mode="collect") as guard:
+            ...     with guard.expect("GG001") as caught:
+            ...         train_with_stale_reference()
+            >>> caught.findings[0].subject.name
+            'reference'
+        """
+        if not codes:
+            raise GraphGuardUsageError("expect() needs at least one rule code, e.g. expect('GG001')")
+        check_codes(codes)
+        exp = Expectation(tuple(c.upper() for c in codes))
+        before = len(self.findings)
+        self._expectations.append(exp)
+        try:
+            yield exp
+        except GraphMisuseError as err:
+            if not exp.owns_all(err.findings):
+                raise  # an unexpected error finding: the test must see it
+        finally:
+            self._expectations.remove(exp)
+        if not exp.findings:
+            raise AssertionError(describe_missing(exp, self.findings[before:]))
 
     def _install(self) -> None:
         torch._C._push_on_torch_function_stack(self._mode)
@@ -431,9 +471,10 @@ class GraphGuard:
                 continue
             self._seen.add(k)
             self.findings.append(f)
-            if f.severity == "error" and self.mode == "raise" and raising:
+            expected = self._catch_expected(f)
+            if f.severity == "error" and raising and (self.mode == "raise" or expected):
                 errors.append(f)
-            elif self.mode != "collect" and f.severity in ("error", "warning"):
+            elif self.mode != "collect" and not expected and f.severity in ("error", "warning"):
                 self._warn(f)
             if f.severity == "error" and not self.rec.recording:
                 # details (creation lines, cuts) need full recording: switch it back on
@@ -442,6 +483,15 @@ class GraphGuard:
             from .report.text import render_findings
 
             raise GraphMisuseError(render_findings(errors), errors)
+
+    def _catch_expected(self, f: Finding) -> bool:
+        """Hand ``f`` to the innermost expect() block waiting for its code, if any."""
+        for exp in reversed(self._expectations):
+            if exp.matches(f):
+                exp.findings.append(f)
+                self.expected.append(f)
+                return True
+        return False
 
     def _warn(self, f: Finding) -> None:
         from .report.text import render_findings
