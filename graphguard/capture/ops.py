@@ -69,11 +69,12 @@ def inplace_target(name: str, args: tuple, kwargs: dict) -> Any:
     out = kwargs.get("out") if kwargs else None
     if out is not None:
         return out
-    if kwargs and kwargs.get("inplace") is True:
-        return args[0] if args else kwargs.get("input")
     pos = _INPLACE_POS.get(name)
-    if pos is not None and len(args) > pos and args[pos] is True:
-        return args[0]
+    if (kwargs and kwargs.get("inplace") is True) or (
+            pos is not None and len(args) > pos and args[pos] is True):
+        if "dropout" in name and not (args[2] if len(args) > 2 else kwargs.get("training", True)):
+            return None  # dropout in eval mode returns its input untouched (no version bump)
+        return args[0] if args else kwargs.get("input")
     if name in _INPLACE_DUNDER or (name.endswith("_") and not name.endswith("__")
                                    and name not in NOT_INPLACE):
         return args[0] if args else None
