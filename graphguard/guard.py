@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import os
 import sys
 import threading
 import traceback
@@ -38,6 +39,19 @@ _STACK_TARGET = 512 * 1024 * 1024
 def active_guards() -> tuple["GraphGuard", ...]:
     """The guards currently entered, outermost first."""
     return tuple(_ACTIVE)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a DataLoader worker) inherits the guards with the forking thread's mode and
+    hooks, but they watch the parent: make them dormant there, so the child's ops are neither
+    recorded nor judged (a finding raised in a worker would kill it; its report is never seen)."""
+    for g in _ACTIVE:
+        g._dormant = True
+        g.rec.recording = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _raise_stack_limit() -> None:
@@ -123,6 +137,13 @@ class GraphGuard:
 
     .. warning:: On Linux the guard raises the main thread's soft stack limit (to 512 MiB at most),
        because destroying very deep autograd graphs whose nodes were inspected needs a deep C stack.
+       Other threads keep their stack size: guarding a graph deeper than about 45,000 nodes in a
+       thread other than the main one needs ``threading.stack_size(...)`` set before the thread
+       starts.
+
+    .. note:: The guard watches the thread that entered it, as PyTorch keeps function modes and
+       saved-tensor hooks per thread: other threads' ops, backward calls and optimizer steps are
+       not seen, and forked children (DataLoader workers) get a dormant copy.
     """
 
     passthrough_errors: tuple[type[BaseException], ...] = (GraphMisuseError,)
@@ -155,6 +176,10 @@ class GraphGuard:
         self.expected: list[Finding] = []
         self._expectations: list[Expectation] = []
         self._entered = False
+        # The thread that entered the guard. Function modes and saved-tensor hooks are per thread,
+        # but the backward wrappers and optimizer hooks are global: calls from other threads pass.
+        self._owner = 0
+        self._dormant = False  # True in a forked child (see _after_fork_in_child)
         self._pending_boundary = False
         self._in_backward = False
         self._undo: list[Callable[[], None]] = []
@@ -167,6 +192,7 @@ class GraphGuard:
         if self._entered:
             raise GraphGuardUsageError("a GraphGuard cannot be entered twice; make a new one")
         self._entered = True
+        self._owner = threading.get_ident()
         _raise_stack_limit()
         try:
             self._install()
@@ -323,8 +349,12 @@ class GraphGuard:
         api = "grad" if getattr(func, "__name__", "") == "grad" else "backward"
         return self._backward(api, func, args, kwargs)
 
+    def _foreign(self) -> bool:
+        """True in a thread other than the guard's, or in a forked child: not ours to watch."""
+        return self._dormant or threading.get_ident() != self._owner
+
     def _backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        if self._in_backward or self.rec.busy:
+        if self._in_backward or self.rec.busy or self._foreign():
             return orig(*args, **kwargs)
         call = None
         self.rec.busy = True
@@ -396,6 +426,8 @@ class GraphGuard:
         def add_param_group(opt: Any, param_group: dict) -> Any:
             from .events import ParamGroupAdded
 
+            if guard._foreign():
+                return orig(opt, param_group)
             try:
                 params = param_group.get("params") if isinstance(param_group, dict) else None
                 params = [params] if isinstance(params, torch.Tensor) else list(params or [])
@@ -411,7 +443,7 @@ class GraphGuard:
         return add_param_group
 
     def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
-        if self.rec.busy:
+        if self.rec.busy or self._foreign():
             return
         self.rec.busy = True
         try:
@@ -428,6 +460,8 @@ class GraphGuard:
         self.rec.in_step = True
 
     def _step_post_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
+        if self._foreign():
+            return
         self.rec.in_step = False
         self._end_iteration(opt)
 
@@ -445,6 +479,8 @@ class GraphGuard:
 
     # ---- judging and emitting -------------------------------------------------------------------
     def _dispatch(self, event: Event, raising: bool = True) -> None:
+        if self._dormant:
+            return
         rules = self._by_event.get(type(event))
         if not rules:
             return
