@@ -13,6 +13,7 @@ from .gg008_param_without_grad import ParamWithoutGrad
 from .gg009_loss_without_grad import LossWithoutGrad
 from .gg103_needless_requires_grad import NeedlessRequiresGrad
 from .gg104_copy_construct_detach import CopyConstructDetach
+from .gg012_non_scalar_loss import NonScalarLoss
 from .gg901_internal_error import InternalError
 
 __all__ = ["ALL_RULES", "Rule", "rule_for_code", "check_codes", "selected", "DOC_HEADINGS"]
@@ -27,6 +28,7 @@ ALL_RULES: list[type[Rule]] = [
     NeedlessRequiresGrad,
     CopyConstructDetach,
     InternalError,
+    NonScalarLoss,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}
