@@ -133,7 +133,7 @@ def _cmd_run(args: Any) -> int:
         from .errors import GraphMisuseError
 
         if not isinstance(e, GraphMisuseError):
-            traceback.print_exc()
+            _print_user_traceback(e)
     finally:
         sys.argv = old_argv
         if args.module is None and sys.path and sys.path[0] == os.path.dirname(os.path.abspath(args.script)):
@@ -146,6 +146,18 @@ def _cmd_run(args: Any) -> int:
         return script_rc
     level = _FAIL_LEVELS[args.fail_on]
     return 1 if any(_SEV.get(f.severity, 0) >= level for f in findings) else 0
+
+
+def _print_user_traceback(e: BaseException) -> None:
+    """The script's traceback, without the frames of graphguard, torch and runpy."""
+    import traceback
+
+    from .capture.sites import is_internal_file
+
+    frames = [fs for fs in traceback.extract_tb(e.__traceback__) if not is_internal_file(fs.filename)]
+    sys.stderr.write("Traceback (most recent call last, graphguard and torch frames hidden):\n")
+    sys.stderr.write("".join(traceback.format_list(frames)))
+    sys.stderr.write("".join(traceback.format_exception_only(type(e), e)))
 
 
 def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None) -> None:

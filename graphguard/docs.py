@@ -14,13 +14,17 @@ def rule_doc(rule: type[Rule]) -> str:
     return (f"# {rule.code} {rule.slug} ({rule.severity})\n\n{rule.summary}\n\n{body}\n")
 
 
+def rules_table() -> str:
+    """The Markdown table of all rules (README and docs/rules.md)."""
+    lines = ["| code | slug | severity | detects |", "|---|---|---|---|"]
+    lines += [f"| {r.code} | {r.slug} | {r.severity} | {r.summary} |" for r in sorted(ALL_RULES, key=lambda r: r.code)]
+    return "\n".join(lines)
+
+
 def rules_markdown() -> str:
     """docs/rules.md: the table, then every rule's documentation."""
     lines = ["# Rules", "", "Generated from the rule docstrings (`python -m graphguard.docs > docs/rules.md`).", "",
-             "| code | slug | severity | summary |", "|---|---|---|---|"]
-    for r in ALL_RULES:
-        lines.append(f"| {r.code} | {r.slug} | {r.severity} | {r.summary} |")
-    lines.append("")
+             rules_table(), ""]
     for r in ALL_RULES:
         lines.append(rule_doc(r).replace("# ", "## ", 1).replace("\n## ", "\n### "))
     return "\n".join(lines)

@@ -15,7 +15,7 @@ def _line(label: str, loc: SourceLoc | None, extra: str = "") -> str:
     if loc is None:
         return ""
     code = f"    {loc.code}" if loc.code else ""
-    return f"  {label:<10} {relpath(loc.file)}:{loc.line}{extra}{code}\n"
+    return f"  {label:<12} {relpath(loc.file)}:{loc.line}{extra}{code}\n"
 
 
 def render_finding(f: Finding) -> str:
@@ -29,9 +29,9 @@ def render_finding(f: Finding) -> str:
     for r in f.related[:6]:
         what = " ".join(x for x in (r.op, r.name) if x)
         out += _line(r.role, r.location, f" [{what}]" if what else "")
-    out += f"  fix        {f.fix}\n"
+    out += f"  {'fix':<12} {f.fix}\n"
     if f.diagram:
-        out += f"  diagram    {f.diagram.get('svg') or f.diagram.get('dot')}\n"
+        out += f"  {'diagram':<12} {f.diagram.get('svg') or f.diagram.get('dot')}\n"
     return out
 
 

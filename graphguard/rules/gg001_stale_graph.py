@@ -48,7 +48,7 @@ class StaleGraph(Rule):
     summary = "backward reaches graph parts freed (or re-run) by an earlier iteration's backward"
     template = ("{name} was built in iteration {made_in} and its graph was already used by the "
                 "backward at line {consumed_line}; this backward would run through it again{crash}. "
-                "Detach it: {fix}")
+                "Fix: {fix}")
     events = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:

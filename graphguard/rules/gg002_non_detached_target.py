@@ -49,7 +49,7 @@ class NonDetachedTarget(Rule):
     severity = "error"
     summary = "a loss function receives a target that requires grad"
     template = ("{name} is the target of {func} but requires grad ({leaves}); targets must be "
-                "constants: {fix}")
+                "constants. Fix: {fix}")
     events = (LossCall,)
 
     def check(self, event: LossCall, ctx: Any) -> list[Finding] | None:

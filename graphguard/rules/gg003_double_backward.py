@@ -44,7 +44,7 @@ class DoubleBackward(Rule):
     severity = "error"
     summary = "a second backward in one iteration runs through nodes the first one freed"
     template = ("{name} is shared by two backward calls: the one at line {first_line} already freed "
-                "its graph, so this one would fail. {fix}")
+                "its graph, so this one would fail. Fix: {fix}")
     events = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:

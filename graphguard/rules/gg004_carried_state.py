@@ -51,7 +51,7 @@ class CarriedState(Rule):
     severity = "error"
     summary = "state carried across iterations without detach: the graph grows every iteration"
     template = ("{name} carries its graph from iteration {made_in} into this one ({stale} old graph "
-                "nodes reached{crash}); detach it at the start of each iteration: {fix}")
+                "nodes reached{crash}); detach it at the start of each iteration. Fix: {fix}")
     events = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:

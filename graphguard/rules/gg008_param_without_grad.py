@@ -43,7 +43,7 @@ class ParamWithoutGrad(Rule):
     severity = "error"
     summary = "an optimized parameter got no gradient: its path to the loss was cut"
     template = ("{name} is optimized but received no gradient: its path to the loss is cut by "
-                "{op} at line {line}. {fix}")
+                "{op} at line {line}. Fix: {fix}")
     events = (StepCall,)
 
     def check(self, event: StepCall, ctx: Any) -> list[Finding] | None:

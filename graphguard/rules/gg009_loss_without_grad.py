@@ -44,7 +44,7 @@ class LossWithoutGrad(Rule):
     slug = "loss-without-grad"
     severity = "error"
     summary = "backward on a tensor that has no grad_fn, with the ops that cut it"
-    template = "{name} does not require grad, so backward() would fail: {why}. {fix}"
+    template = "{name} does not require grad, so backward() would fail: {why}. Fix: {fix}"
     events = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:

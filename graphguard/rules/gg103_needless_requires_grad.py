@@ -41,7 +41,7 @@ class NeedlessRequiresGrad(Rule):
     slug = "needless-requires-grad"
     severity = "info"
     summary = "a leaf created with requires_grad=True whose gradient nobody uses"
-    template = "{name} is created with requires_grad=True ({count}) but its gradient is never used; {fix}"
+    template = "{name} is created with requires_grad=True ({count}) but its gradient is never used. Fix: {fix}"
     events = (GuardExit,)
 
     def check(self, event: GuardExit, ctx: Any) -> list[Finding] | None:

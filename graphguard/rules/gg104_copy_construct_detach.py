@@ -38,7 +38,7 @@ class CopyConstructDetach(Rule):
     slug = "copy-construct-detach"
     severity = "warning"
     summary = "torch.tensor(...) and friends built from tensors that require grad drop their history"
-    template = "{func}(...) copies {name}, which requires grad: the copy has no history. {fix}"
+    template = "{func}(...) copies {name}, which requires grad: the copy has no history. Fix: {fix}"
     events = (CopyConstruct,)
 
     def check(self, event: CopyConstruct, ctx: Any) -> list[Finding] | None:
