@@ -80,13 +80,14 @@ def is_freed(node: Any) -> bool:
             return True
         except Exception:  # an attribute torch cannot convert; not a freed buffer
             continue
-    if hasattr(node, "saved_tensors"):  # custom autograd.Function nodes
-        try:
-            node.saved_tensors
-        except RuntimeError:
-            return True
-        except Exception:
-            pass
+    # Custom autograd.Function nodes. No hasattr() here: on a freed node the property raises
+    # RuntimeError, which hasattr() lets through (only AttributeError means "no such attribute").
+    try:
+        node.saved_tensors
+    except RuntimeError:
+        return True
+    except Exception:  # AttributeError: a built-in node; anything else: not a freed buffer
+        pass
     return False
 
 
