@@ -26,6 +26,7 @@ bench: $(VENV)/.installed
 
 docs: $(VENV)/.installed
 	$(PY) -m graphguard.docs > docs/rules.md
+	$(PY) -m graphguard.docs --readme
 
 clean:
 	rm -rf $(VENV) graphguard-report build *.egg-info

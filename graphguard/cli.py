@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _cmd_rules() -> int:
     from .rules import ALL_RULES
 
-    for r in ALL_RULES:
+    for r in sorted(ALL_RULES, key=lambda r: r.code):
         print(f"{r.code}  {r.slug:<24} {r.severity:<8} {r.summary}")
     return 0
 

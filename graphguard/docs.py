@@ -30,5 +30,20 @@ def rules_markdown() -> str:
     return "\n".join(lines)
 
 
+def update_readme(path: str = "README.md") -> None:
+    """Rewrite the rule table between the `<!-- rules -->` markers of the README."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    head, rest = text.split("<!-- rules -->\n", 1)
+    _, tail = rest.split("<!-- /rules -->", 1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"{head}<!-- rules -->\n{rules_table()}\n<!-- /rules -->{tail}")
+
+
 if __name__ == "__main__":  # pragma: no cover
-    print(rules_markdown(), end="")
+    import sys
+
+    if sys.argv[1:] == ["--readme"]:
+        update_readme()
+    else:
+        print(rules_markdown(), end="")
