@@ -9,6 +9,7 @@ from .gg001_stale_graph import StaleGraph
 from .gg002_non_detached_target import NonDetachedTarget
 from .gg003_double_backward import DoubleBackward
 from .gg004_carried_state import CarriedState
+from .gg006_leaf_inplace import LeafInplace
 from .gg008_param_without_grad import ParamWithoutGrad
 from .gg009_loss_without_grad import LossWithoutGrad
 from .gg103_needless_requires_grad import NeedlessRequiresGrad
@@ -23,6 +24,7 @@ ALL_RULES: list[type[Rule]] = [
     NonDetachedTarget,
     DoubleBackward,
     CarriedState,
+    LeafInplace,
     ParamWithoutGrad,
     LossWithoutGrad,
     NeedlessRequiresGrad,

@@ -1,0 +1,114 @@
+"""GG006 leaf-inplace: an in-place op on a leaf that requires grad, with grad mode on."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..events import InplaceOp
+from ..records import Finding, SourceLoc
+from ._inplace import describe_inplace, line_stmt, out_of_place, written_name
+from .base import Rule, display
+
+__all__ = ["LeafInplace"]
+
+# In-place methods PyTorch allows on a leaf that requires grad: they change no data autograd uses.
+_ALLOWED = frozenset({"detach_"})
+
+
+def written_leaf(t: Any) -> torch.Tensor | None:
+    """The leaf that requires grad which writing into `t` would change (`t` itself or its base),
+    i.e. exactly when PyTorch refuses the in-place op."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    if t.grad_fn is None and t.requires_grad:
+        return t
+    if t._is_view():
+        # `p[0].add_(1)`, `emb.weight[idx] = 0`: a view of the leaf (also one made under no_grad,
+        # which PyTorch refuses with its "view was created in no_grad mode" message).
+        base = t._base
+        if base is not None and base.grad_fn is None and base.requires_grad:
+            return base
+    return None
+
+
+class LeafInplace(Rule):
+    """## What it does
+    Fires before an in-place op (`+=`, `-=`, slice assignment, `p.add_(...)`, `zero_()`,
+    `relu(inplace=True)`, `out=`) writes into a leaf tensor that requires grad, or into a view of
+    one, while grad mode is on: a manual SGD step written without `torch.no_grad()`, an embedding
+    row zeroed by `emb.weight[0] = 0`, `x += 1` on a tensor created with `requires_grad=True`.
+
+    ## Why is this bad?
+    Autograd cannot record a change to a leaf: the leaf's gradient would no longer match its
+    value. PyTorch refuses with "a leaf Variable that requires grad is being used in an in-place
+    operation", which names neither the tensor nor the line that meant to update it.
+
+    ## Example
+    ```python
+    w = torch.randn(3, 1, requires_grad=True)
+    for x, y in data:
+        loss = ((x @ w - y) ** 2).mean()
+        loss.backward()
+        w -= lr * w.grad            # in place, with grad mode on
+    ```
+
+    ## Use instead
+    ```python
+        with torch.no_grad():       # an update is not part of the model's computation
+            w -= lr * w.grad
+            w.grad.zero_()
+    ```
+    or `w = w + 1` (out of place) when the change is part of the computation.
+
+    ## Known problems
+    Only in-place ops that pass through the guard's recording are seen (the first iterations and
+    after any error finding); `.data` writes are invisible to autograd and are never reported.
+    """
+
+    code = "GG006"
+    slug = "leaf-inplace"
+    severity = "error"
+    summary = "an in-place op on a leaf that requires grad, outside torch.no_grad()"
+    template = ("{name} is a leaf tensor that requires grad, and {op} at line {line} changes {what} "
+                "in place with grad mode on; PyTorch refuses this. {fix}")
+    events = (InplaceOp,)
+
+    def check(self, event: InplaceOp, ctx: Any) -> list[Finding] | None:
+        # Quiet under no_grad and inside optimizer.step() (its updates are the legitimate kind).
+        if not event.grad_enabled or ctx.rec.in_step or event.func in _ALLOWED:
+            return None
+        leaf = written_leaf(event.target)
+        if leaf is None:
+            return None
+        hit = ctx.name_of(leaf)
+        frame = event.site[0] if event.site else None
+        subject = ctx.subject(leaf, hit=hit)
+        if subject.name is None:
+            # no live variable holds it (a temporary view): the name written on the line
+            subject = replace(subject, name=written_name(frame))
+        name = subject.name
+        fix = self._fix(ctx, leaf, name, frame)
+        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                             {"op": describe_inplace(event.func, frame), "line": frame.line if frame else "?",
+                              "what": "it" if event.target is leaf else "a part of it",
+                              "fix": fix, "name": display(name, "A leaf tensor")})]
+
+    @staticmethod
+    def _fix(ctx: Any, leaf: torch.Tensor, name: str | None, frame: Any) -> str:
+        text = SourceLoc.from_frame(frame).code if frame is not None else ""
+        code = f"`with torch.no_grad(): {text}`" if line_stmt(frame) is not None else "the update"
+        updating = (isinstance(leaf, torch.nn.Parameter) or ctx.is_optimized(leaf)
+                    or leaf.grad is not None)
+        if updating:
+            # a parameter changed by hand (manual SGD, zeroing a padding row): not part of the graph
+            hint = " (or let an optimizer do the update)" if ".grad" in text else ""
+            return f"Wrap it in torch.no_grad(): {code}{hint}"
+        alt = out_of_place(frame)
+        if alt is not None:
+            return (f"Write it out of place, `{alt}`, if the change is part of the computation; "
+                    f"or {code} if it updates {display(name, 'the tensor')}")
+        return (f"If it updates {display(name, 'the tensor')}, wrap it in torch.no_grad(): {code}; "
+                "if it is part of the computation, compute a new tensor instead (clone() first)")
+
