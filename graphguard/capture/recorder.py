@@ -140,7 +140,12 @@ class Recorder:
             if not o.requires_grad:
                 continue
             any_rg_out = True
-            gf = o.grad_fn
+            try:
+                gf = o.grad_fn
+            except RuntimeError:
+                # A view made under no_grad whose base then changed in place: torch forbids
+                # reading its grad_fn (Adam's view_as_real of complex parameters). Not a new node.
+                continue
             if gf is not None:
                 md = gf.metadata
                 if key not in md:
