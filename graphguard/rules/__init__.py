@@ -10,6 +10,7 @@ from .gg002_non_detached_target import NonDetachedTarget
 from .gg003_double_backward import DoubleBackward
 from .gg004_carried_state import CarriedState
 from .gg006_leaf_inplace import LeafInplace
+from .gg007_non_leaf_parameter import NonLeafParameter
 from .gg008_param_without_grad import ParamWithoutGrad
 from .gg009_loss_without_grad import LossWithoutGrad
 from .gg103_needless_requires_grad import NeedlessRequiresGrad
@@ -26,6 +27,7 @@ ALL_RULES: list[type[Rule]] = [
     DoubleBackward,
     CarriedState,
     LeafInplace,
+    NonLeafParameter,
     ParamWithoutGrad,
     LossWithoutGrad,
     NeedlessRequiresGrad,
