@@ -567,6 +567,36 @@ class GraphGuard:
 
         return build_report(self, target=target, status=status, exception=exception)
 
+    def write_report(self, report_dir: str = "graphguard-report", diagrams: bool = True,
+                     target: str | None = None) -> str:
+        """Write the HTML report (and each finding's diagram) to ``report_dir``; return the path
+        of ``index.html``. Diagrams are DOT files, plus SVG when Graphviz (or graphviz-pure) is
+        installed.
+
+        Example::
+
+            >>> guard.write_report("graphguard-report")
+            'graphguard-report/index.html'
+        """
+        from .report.html import write_html
+
+        if diagrams:
+            from .report.diagrams import write_diagrams
+
+            write_diagrams(self.findings, report_dir)
+        return write_html(self.report(target=target), report_dir)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the findings with their diagrams; never raises."""
+        try:
+            from .report.html import guard_html
+
+            return guard_html(self.findings, repr(self))
+        except Exception as err:  # a display must never break the notebook
+            import html
+
+            return f"<pre>{html.escape(repr(self))}\n(display failed: {html.escape(repr(err))})</pre>"
+
     def summary(self) -> str:
         """The text report a person reads: every finding, worst first."""
         from .report.text import render_findings

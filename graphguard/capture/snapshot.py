@@ -1,79 +1,414 @@
 """A plain-data copy of the offending part of an autograd graph, taken while the graph is alive.
 
-Diagrams are drawn later (report/dot.py) from this copy, so no node is kept alive for them.
+Findings outlive the graphs they are about (the graph is usually freed a moment later, or the
+program crashes), so every diagram is drawn later (report/dot.py) from this copy, which holds
+strings, numbers and SourceLocs only: no node, tensor or frame is kept alive for it.
+
+NOTE [torchviz and our own walk]
+Diagrams are "torchviz drawings, restyled". torchviz's `make_dot` needs the live tensor and walks
+the graph recursively (RecursionError past ~1,000 deep) and entirely (no pruning). So:
+- when the whole graph behind the roots is small (at most `limit` nodes, known from our own
+  iterative walk), `make_dot` draws it while it is alive and we keep its DOT statements
+  (`GraphSnapshot.torchviz`); the renderer then restyles the offenders by re-declaring their nodes
+  (in DOT a later attribute wins), so the picture is torchviz's own, with our colours and labels;
+- otherwise (large graphs, or make_dot failing, e.g. on a freed custom Function), the snapshot
+  keeps a pruned neighbourhood of the offenders, which the renderer draws itself with torchviz's
+  conventions (grey backward nodes, light-blue leaves, green output). Graphs that do not exist as
+  autograd graphs (GG008/GG009: the gradient path was cut) are built from records with `add`/`link`.
+Walk indices (`n{i}`) are the node ids either way, so rules can address nodes the same way.
 """
 from __future__ import annotations
 
+import sys
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
-from ..records import SourceLoc
+from ..records import Site, SourceLoc
 
-__all__ = ["SnapNode", "GraphSnapshot", "snapshot_from_scan", "MAX_SNAPSHOT_NODES"]
+__all__ = ["SnapNode", "GraphSnapshot", "snapshot_from_scan", "snapshot_from_walk",
+           "snapshot_from_tensors", "snapshot_of_cuts", "call_node", "site_locs", "ROLES",
+           "MAX_SNAPSHOT_NODES", "TORCHVIZ_MAX"]
 
 MAX_SNAPSHOT_NODES = 300  # a diagram stays readable (and graphviz fast) below a few hundred nodes
+TORCHVIZ_MAX = 300  # whole graphs up to this size are drawn by torchviz's make_dot
+# Roles, most specific first: a node with several roles is filled by the first one it has.
+ROLES = ("freed", "modified", "cut", "no-grad", "target", "stale", "held", "root")
+_NEAR, _FAR = 12, 6  # ancestors kept next to an offender and next to the root on a long path
+_FOCUS = 12  # offenders a pruned picture is centred on
 
 
 @dataclass
 class SnapNode:
     """One node of the drawn graph."""
 
-    id: str  # stable within the snapshot
-    op: str  # node type (`MulBackward0`, `AccumulateGrad`) or `tensor`
-    roles: list[str] = field(default_factory=list)  # stale | freed | cut | modified | no-grad | root
+    id: str  # stable within the snapshot: `n{walk index}` for graph nodes
+    op: str  # node type (`MulBackward0`, `AccumulateGrad`), or what a call/cut does
+    roles: list[str] = field(default_factory=list)  # see ROLES
     label: str | None = None  # the user's name for it, when it has one
-    where: SourceLoc | None = None  # where it was created
+    where: SourceLoc | None = None  # where it was created (innermost user frame)
     iteration: int | None = None
+    kind: str = "node"  # node (backward node) | tensor (leaf, or op "output") | call | gap
+    detail: str = ""  # tensor summary (`f32[128, 128]`), or what a gap elides
+    called_from: SourceLoc | None = None  # outermost user frame, when a helper made the node
+    tv_id: str | None = None  # its node id in GraphSnapshot.torchviz, when make_dot drew it
 
 
-@dataclass
+@dataclass(eq=False)  # identity semantics: snapshots are cache keys for rendered SVG
 class GraphSnapshot:
-    """Nodes and edges (child -> parent, as autograd points) of a pruned neighbourhood."""
+    """Nodes and edges (input -> consumer, the direction data flows) of the offending part."""
 
     nodes: dict[str, SnapNode] = field(default_factory=dict)
     edges: list[tuple[str, str]] = field(default_factory=list)
     elided: int = 0  # nodes left out to keep the picture readable
     title: str = ""
-    legend: dict[str, str] = field(default_factory=dict)
+    legend: dict[str, str] = field(default_factory=dict)  # role -> what it means in this finding
+    links: list[tuple[str, str, str]] = field(default_factory=list)  # dashed (src, dst, label)
+    total: int = 0  # nodes in the graph as walked
+    truncated: bool = False  # the walk itself stopped at its bound: the graph is larger still
+    torchviz: list[str] | None = None  # make_dot's DOT statements, when it drew the whole graph
+
+    def add(self, node: SnapNode) -> SnapNode:
+        self.nodes[node.id] = node
+        return node
+
+    def link(self, src: str, dst: str, label: str = "") -> None:
+        """A dashed edge: an entry point, an elided stretch, a path that the gradient cannot take."""
+        if src in self.nodes and dst in self.nodes:
+            self.links.append((src, dst, label))
+
+    def walk_id(self, index: int) -> str | None:
+        """The id of walk node `index`, or None when the pruning left it out."""
+        key = f"n{index}"
+        return key if key in self.nodes else None
+
+    def offenders(self) -> list[SnapNode]:
+        return [n for n in self.nodes.values() if any(r != "root" for r in n.roles)]
+
+
+def call_node(node_id: str, op: str, where: SourceLoc | None, iteration: int | None = None,
+              roles: Iterable[str] = ()) -> SnapNode:
+    """An entry point drawn with the graph: a backward call, a loss call, `optimizer.step()`."""
+    return SnapNode(node_id, op, list(roles), None, where, iteration, kind="call")
+
+
+def site_locs(site: Site | None) -> tuple[SourceLoc | None, SourceLoc | None]:
+    """Innermost user line, and the line that called the helper function that made the node
+    (`apply_ellipse_mask` at line 13, called at line 21 where the result gets its name)."""
+    if not site:
+        return None, None
+    inner = SourceLoc.from_frame(site[0])
+    if len(site) > 1 and (site[1].file, site[1].function) != (site[0].file, site[0].function):
+        return inner, SourceLoc.from_frame(site[1])
+    return inner, None
+
+
+# ---- choosing what to draw ----------------------------------------------------------------------
+def _focus(roles: dict[int, list[str]], labels: dict[int, str], n: int) -> list[int]:
+    """Offenders to centre the picture on: labelled ones, then by role, then nearest the root."""
+    rank = {r: k for k, r in enumerate(ROLES)}
+
+    def key(i: int) -> tuple[int, int, int]:
+        rs = [rank.get(r, len(ROLES)) for r in roles.get(i, ()) if r != "root"]
+        return (0 if i in labels else 1, min(rs) if rs else len(ROLES), i)
+
+    cands = [i for i in set(roles) | set(labels) if 0 <= i < n
+             and (i in labels or any(r != "root" for r in roles[i]))]
+    return sorted(cands, key=key)[:_FOCUS]
+
+
+def select_nodes(parent: Sequence[int], focus: list[int], limit: int
+                 ) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """At most `limit` walk indices around `focus`: each offender's path to the root (long paths
+    keep both ends and elide the middle), then a breadth-first neighbourhood of the offenders,
+    then of the roots. Returns the kept indices and the gaps (lower, upper, nodes elided)."""
+    n = len(parent)
+    if n <= limit:
+        return list(range(n)), []
+    kept: dict[int, None] = {}  # insertion-ordered set
+    gaps: list[tuple[int, int, int]] = []
+
+    def keep(i: int) -> bool:
+        if i in kept:
+            return True
+        if len(kept) >= limit:
+            return False
+        kept[i] = None
+        return True
+
+    for i in range(n):  # the roots come first in a walk
+        if parent[i] != -1 or not keep(i):
+            break
+    for f in focus:
+        path = [f]
+        j = parent[f]
+        while j >= 0 and j not in kept:  # iterative climb; stops where another path joined
+            path.append(j)
+            j = parent[j]
+        if len(path) > _NEAR + _FAR:
+            head, tail = path[:_NEAR], path[-_FAR:]
+            gaps.append((head[-1], tail[0], len(path) - _NEAR - _FAR))
+            path = head + tail
+        for i in path:
+            keep(i)
+    children: list[list[int]] | None = None
+
+    def bfs(starts: list[int], budget: int) -> None:
+        nonlocal children
+        if children is None:
+            children = [[] for _ in range(n)]
+            for i, p in enumerate(parent):
+                if p >= 0:
+                    children[p].append(i)
+        queue = deque(starts)
+        seen = set(starts)
+        while queue and len(kept) < budget:
+            i = queue.popleft()
+            for j in (*children[i], parent[i]):
+                if j >= 0 and j not in seen:
+                    seen.add(j)
+                    if j not in kept:
+                        kept[j] = None
+                        if len(kept) >= budget:
+                            return
+                    queue.append(j)
+
+    if len(kept) < limit:
+        bfs(list(focus), max(len(kept), limit * 3 // 4))
+    if len(kept) < limit:
+        bfs([i for i in kept if parent[i] == -1], limit)
+    return list(kept), gaps
+
+
+# ---- names of what is drawn ----------------------------------------------------------------------
+def _user_names(nodes: list[Any], extra: Sequence[Any]) -> dict[int, str]:
+    """One pass over the user's frames: id(node or tensor) -> the user's variable name.
+
+    Ids are only compared while the caller holds `nodes` and `extra`, so none can be reused here.
+    """
+    import torch
+
+    from .graph import leaf_of
+    from .names import find_names
+
+    want: set[int] = {id(t) for t in extra}
+    for nd in nodes:
+        want.add(id(nd))
+        v = leaf_of(nd)
+        if v is not None:
+            want.add(id(v))
+
+    def match(v: Any) -> bool:
+        if not isinstance(v, torch.Tensor):
+            return False
+        gf = v.grad_fn
+        return id(v) in want or (gf is not None and id(gf) in want)
+
+    try:
+        hits = find_names(match)
+    except Exception:  # names are a bonus on a diagram
+        return {}
+    out: dict[int, str] = {}
+    for h in hits:  # innermost frame first: the name the user is looking at wins
+        v = h.value
+        out.setdefault(id(v) if id(v) in want else id(v.grad_fn), h.name)
+    return out
+
+
+# ---- torchviz ------------------------------------------------------------------------------------
+def _torchviz_body(roots: Sequence[Any], names: dict[int, str], leaves: list[Any]) -> list[str] | None:
+    """make_dot's DOT statements for the graph behind `roots`, or None when it cannot draw it."""
+    try:
+        from torchviz import make_dot
+    except Exception:  # not installed, or its distutils import fails on Python >= 3.12
+        return None
+    params = {names[id(v)]: v for v in leaves if names.get(id(v))}
+    # make_dot recurses once per level: make sure the graph's depth (<= TORCHVIZ_MAX) fits
+    old = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(old, _stack_depth() + 4 * TORCHVIZ_MAX + 100))
+        dot = make_dot(tuple(roots) if len(roots) > 1 else roots[0], params=params or None)
+        return list(dot.body)
+    except Exception:  # e.g. a custom Function whose saved tensors were freed
+        return None
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _stack_depth() -> int:
+    f, d = sys._getframe(), 0
+    while f is not None:
+        f, d = f.f_back, d + 1
+    return d
+
+
+# ---- building from a live graph ------------------------------------------------------------------
+def snapshot_from_walk(w: Any, stamps: Sequence[Any], roles: dict[int, list[str]],
+                       labels: dict[int, str], *, title: str = "", limit: int = MAX_SNAPSHOT_NODES,
+                       roots: Sequence[Any] = (), entry: SnapNode | None = None,
+                       creation: Callable[[Any], tuple[Site, int] | None] | None = None,
+                       legend: dict[str, str] | None = None,
+                       root_roles: dict[int, list[str]] | None = None) -> GraphSnapshot:
+    """Copy the part of a walked graph (capture.graph.Walk) around the nodes that have roles.
+
+    Args:
+        stamps: the graphguard Stamp of each walk node (None when unknown).
+        roles: walk index -> roles (see ROLES); labels: walk index -> the user's name.
+        roots: the tensors the walk started from (drawn as the output tensors).
+        entry: the call that starts it (`call_node`), drawn below the roots.
+        creation: where and when a leaf tensor was made (RuleContext.creation).
+        root_roles: position in `roots` -> roles of that tensor's node (default: root).
+    """
+    import torch
+
+    from .graph import leaf_of, summarize
+
+    nodes = w.nodes
+    n = len(nodes)
+    roots = [t for t in roots if isinstance(t, torch.Tensor)]
+    small = n <= min(limit, TORCHVIZ_MAX) and not w.truncated
+    keep, gaps = select_nodes(w.parent, _focus(roles, labels, n), limit)
+    kept_nodes = [nodes[i] for i in keep]
+    names = _user_names(kept_nodes, roots)
+    snap = GraphSnapshot(title=title, elided=n - len(keep), total=n, truncated=w.truncated,
+                         legend=dict(legend or {}))
+    leaves = [v for v in (leaf_of(nd) for nd in kept_nodes) if v is not None]
+    if small and roots:
+        snap.torchviz = _torchviz_body(roots, names, leaves)
+    index = {id(nd): i for i, nd in zip(keep, kept_nodes)}  # ids valid: `nodes` holds them all
+    for i in keep:
+        nd = nodes[i]
+        st = stamps[i] if i < len(stamps) else None
+        where, outer = site_locs(st.site) if st else (None, None)
+        sn = SnapNode(f"n{i}", type(nd).__name__, list(roles.get(i, ())),
+                      labels.get(i) or names.get(id(nd)) or None, where,
+                      st.iteration if st else None, called_from=outer, tv_id=str(id(nd)))
+        leaf = leaf_of(nd)
+        if leaf is not None:
+            sn.kind, sn.detail, sn.tv_id = "tensor", summarize(leaf), str(id(leaf))
+            sn.label = labels.get(i) or names.get(id(leaf)) or None
+            made = creation(leaf) if creation else None
+            if made:
+                sn.where, sn.called_from = site_locs(made[0])
+                sn.iteration = made[1]
+        snap.add(sn)
+    for i, nd in zip(keep, kept_nodes):
+        for nxt, _ in nd.next_functions:
+            j = index.get(id(nxt)) if nxt is not None else None
+            if j is not None:
+                snap.edges.append((f"n{j}", f"n{i}"))
+    for k, (lo, hi, count) in enumerate(gaps):
+        gid = f"gap{k}"
+        snap.add(SnapNode(gid, "elided", kind="gap", detail=f"{count:,} nodes"))
+        snap.edges.append((f"n{lo}", gid))
+        snap.edges.append((gid, f"n{hi}"))
+    _add_roots(snap, roots, names, index, entry, root_roles or {})
+    return snap
+
+
+def _add_roots(snap: GraphSnapshot, roots: list[Any], names: dict[int, str], index: dict[int, int],
+               entry: SnapNode | None, root_roles: dict[int, list[str]]) -> None:
+    """The tensors backward starts from, below their grad_fn, and the entry call below them."""
+    from .graph import summarize
+
+    if entry is not None:
+        snap.add(entry)
+    for k, t in enumerate(roots):
+        rid = f"root{k}"
+        snap.add(SnapNode(rid, "output", list(root_roles.get(k, ["root"])), names.get(id(t)) or None,
+                          kind="tensor", detail=summarize(t), tv_id=str(id(t))))
+        gf = t.grad_fn
+        j = index.get(id(gf)) if gf is not None else None
+        if j is not None:
+            snap.edges.append((f"n{j}", rid))
+        if entry is not None:
+            snap.link(rid, entry.id)
 
 
 def snapshot_from_scan(scan: Any, roles: dict[int, list[str]], labels: dict[int, str],
-                       title: str = "", limit: int = MAX_SNAPSHOT_NODES) -> GraphSnapshot:
-    """Copy the walk around the nodes that have roles: the offenders, their ancestors up to the
-    root and a bounded neighbourhood below them."""
-    from .sites import loc_of
+                       title: str = "", limit: int = MAX_SNAPSHOT_NODES, *,
+                       roots: Sequence[Any] = (), entry: SnapNode | None = None,
+                       creation: Callable[[Any], tuple[Site, int] | None] | None = None,
+                       legend: dict[str, str] | None = None) -> GraphSnapshot:
+    """Copy the scanned graph of a backward call around the nodes that have roles."""
+    return snapshot_from_walk(scan.walk, scan.stamps, roles, labels, title=title, limit=limit,
+                              roots=roots, entry=entry, creation=creation, legend=legend)
 
-    parent = scan.walk.parent
-    keep: list[int] = []
-    kept: set[int] = set()
 
-    def add(i: int) -> None:
-        if i not in kept and len(kept) < limit:
-            kept.add(i)
-            keep.append(i)
+def snapshot_from_tensors(tensors: Sequence[Any], stamp_key: str, *,
+                          highlight: dict[int, list[str]] | None = None,
+                          labels: dict[int, str] | None = None, title: str = "",
+                          entry: SnapNode | None = None,
+                          creation: Callable[[Any], tuple[Site, int] | None] | None = None,
+                          limit: int = MAX_SNAPSHOT_NODES, max_walk: int = 200_000,
+                          legend: dict[str, str] | None = None) -> GraphSnapshot:
+    """Copy the graph behind some live tensors (a loss call's input and target, a leaking list).
 
-    # the path from each offender back to the root: where the offending part joins the new graph
-    for i in sorted(roles):
-        j = i
-        while j >= 0 and len(kept) < limit:
-            add(j)
-            j = parent[j]
-    # then breadth-first order (the walk's order) fills the remaining budget
-    for i in range(len(scan.nodes)):
-        if len(kept) >= limit:
-            break
-        if parent[i] in kept or parent[i] == -1:
-            add(i)
-    snap = GraphSnapshot(title=title, elided=len(scan.nodes) - len(kept))
-    for i in keep:
-        node = scan.nodes[i]
-        st = scan.stamps[i]
-        sn = SnapNode(id=f"n{i}", op=type(node).__name__, roles=list(roles.get(i, [])),
-                      label=labels.get(i), where=loc_of(st.site) if st else None,
-                      iteration=st.iteration if st else None)
-        snap.nodes[sn.id] = sn
-    for i in keep:
-        p = parent[i]
-        if p >= 0 and p in kept:
-            snap.edges.append((f"n{i}", f"n{p}"))
+    Args:
+        highlight: position in `tensors` -> roles given to every node of that tensor's graph.
+        labels: position in `tensors` -> the user's name for that tensor.
+    """
+    import torch
+
+    from .graph import walk
+
+    ts = [t for t in tensors if isinstance(t, torch.Tensor)]
+    fns = [t.grad_fn for t in ts if t.grad_fn is not None]
+    w = walk(fns, max_walk)
+    stamps = [nd.metadata.get(stamp_key) for nd in w.nodes]
+    roles: dict[int, list[str]] = {}
+    names: dict[int, str] = {}
+    if highlight or labels:
+        index = {id(nd): i for i, nd in enumerate(w.nodes)}  # valid while `w` holds the nodes
+        for pos, t in enumerate(tensors):
+            if not isinstance(t, torch.Tensor) or t.grad_fn is None or id(t.grad_fn) not in index:
+                continue
+            if labels and labels.get(pos):
+                names[index[id(t.grad_fn)]] = labels[pos]
+            given = (highlight or {}).get(pos)
+            if not given:
+                continue
+            for nd in walk([t.grad_fn], max_walk).nodes:
+                j = index.get(id(nd))
+                if j is not None:
+                    rs = roles.setdefault(j, [])
+                    rs.extend(r for r in given if r not in rs)
+    # these tensors are not where a backward starts: no "root" role, only their highlights
+    root_roles = {k: list((highlight or {}).get(pos, ()))
+                  for k, pos in enumerate(p for p, t in enumerate(tensors) if isinstance(t, torch.Tensor))}
+    return snapshot_from_walk(w, stamps, roles, names, title=title, limit=limit, roots=ts,
+                              entry=entry, creation=creation, legend=legend, root_roles=root_roles)
+
+
+# ---- building from records -----------------------------------------------------------------------
+def snapshot_of_cuts(leaves: Sequence[SnapNode], cuts: Sequence[tuple[SnapNode, Sequence[int]]],
+                     *, sink: SnapNode | None = None, entry: SnapNode | None = None,
+                     title: str = "", legend: dict[str, str] | None = None) -> GraphSnapshot:
+    """The picture of a missing gradient path, which no autograd graph holds any more (GG008,
+    GG009): requires-grad leaves -> the ops that cut their path (each with the positions in
+    `leaves` behind its inputs) -> dashed "no gradient" -> the sink (the loss, when there is one)
+    -> the entry call. Leaves behind no recorded cut link to the sink directly."""
+    snap = GraphSnapshot(title=title, legend=dict(legend or {}))
+    for leaf in leaves:
+        snap.add(leaf)
+    for cut, behind in cuts:
+        snap.add(cut)
+        for k in behind:
+            if 0 <= k < len(leaves):
+                snap.edges.append((leaves[k].id, cut.id))
+    end = sink or entry
+    if sink is not None:
+        snap.add(sink)
+    if entry is not None:
+        snap.add(entry)
+        if sink is not None:
+            snap.link(sink.id, entry.id)
+    if end is not None:
+        for cut, _ in cuts:
+            snap.link(cut.id, end.id, "no gradient")
+        reached = {k for _, behind in cuts for k in behind}
+        for k, leaf in enumerate(leaves):
+            if k not in reached:
+                snap.link(leaf.id, end.id, "no path")
+    snap.total = len(snap.nodes)
     return snap

@@ -7,7 +7,7 @@ from ..capture.records import Cut
 from ..context import RuleContext, assigned_name
 from ..records import Related
 
-__all__ = ["describe_op", "cut_related", "fix_for_cut", "leaf_label"]
+__all__ = ["describe_op", "cut_related", "fix_for_cut", "leaf_label", "cut_snapshot"]
 
 _OPS = {"gt": "comparison `>`", "lt": "comparison `<`", "ge": "comparison `>=`",
         "le": "comparison `<=`", "eq": "comparison `==`", "ne": "comparison `!=`",
@@ -64,3 +64,36 @@ def fix_for_cut(cut: Cut | None, name: str) -> str:
     if op in ("item", "tolist", "numpy", "tensor", "as_tensor", "new_tensor"):
         return "keep the value a tensor (torch.stack / torch.cat instead of torch.tensor(...) or .item())"
     return f"make the op at line {cut.site[0].line if cut.site else '?'} differentiable"
+
+
+def cut_snapshot(ctx: RuleContext, cuts: list[Cut], leaves: list[Any], title: str, *,
+                 sink: Any = None, entry_site: Any = None, entry_op: str = "backward",
+                 limit: int = 8) -> Any:
+    """The diagram of a missing gradient: `leaves` (no gradient) -> the cuts behind them ->
+    the sink tensor (the loss, if any) -> the call in the user's code."""
+    from ..capture.graph import summarize
+    from ..capture.snapshot import SnapNode, call_node, site_locs, snapshot_of_cuts
+
+    def node(nid: str, t: Any, roles: list[str], label: str | None) -> SnapNode:
+        made = ctx.creation(t)
+        where, outer = site_locs(made[0] if made else None)
+        return SnapNode(nid, "output" if nid == "sink" else "tensor", roles, label, where,
+                        made[1] if made else None, kind="tensor", detail=summarize(t),
+                        called_from=outer)
+
+    shown = leaves[:limit]
+    leaf_nodes = [node(f"leaf{k}", v, ["no-grad"], leaf_label(ctx, v)) for k, v in enumerate(shown)]
+    cut_nodes = []
+    for k, c in enumerate(cuts[:limit]):
+        behind = [j for j, v in enumerate(shown)
+                  if id(v) in c.leaf_ids and any(r() is v for r in c.leaves)]
+        where, outer = site_locs(c.site)
+        cut_nodes.append((SnapNode(f"cut{k}", describe_op(c), ["cut"],
+                                   assigned_name(c.site[0]) if c.site else None, where,
+                                   c.iteration, called_from=outer), behind))
+    sink_node = None
+    if sink is not None:
+        hit = ctx.name_of(sink)
+        sink_node = node("sink", sink, ["root"], hit.name if hit else None)
+    entry = call_node("entry", entry_op, ctx.loc(entry_site), ctx.iteration) if entry_site else None
+    return snapshot_of_cuts(leaf_nodes, cut_nodes, sink=sink_node, entry=entry, title=title)

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capture.scan import GraphScan, Mark
-from ..capture.snapshot import GraphSnapshot, snapshot_from_scan
+from ..capture.sites import loc_of
+from ..capture.snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
 from ..events import BackwardCall
 
 __all__ = ["StaleAnalysis", "analyze", "snapshot"]
@@ -100,11 +101,23 @@ def _carried(scan: GraphScan, a: StaleAnalysis) -> bool:
     return False
 
 
-def snapshot(call: BackwardCall, a: StaleAnalysis, label: str | None, title: str) -> GraphSnapshot:
+def snapshot(call: BackwardCall, a: StaleAnalysis, label: str | None, title: str,
+             creation: Any = None) -> GraphSnapshot:
     roles: dict[int, list[str]] = {0: ["root"]}
     for i in a.members:
         roles.setdefault(i, []).append("stale")
-    for i in a.freed:
+    # which stale nodes would actually raise (~15 us each): all of them in a drawable graph
+    check = sorted(a.members)[:MAX_SNAPSHOT_NODES] if a.kind == "freed" else []
+    for i in sorted(set(a.freed) | {i for i in check if call.scan.freed(i)}):
         roles.setdefault(i, []).append("freed")
     labels = {a.boundary: label} if label else {}
-    return snapshot_from_scan(call.scan, roles, labels, title)
+    it = call_iteration(call)
+    entry = call_node("entry", "this backward", loc_of(call.site), it)
+    snap = snapshot_from_scan(call.scan, roles, labels, title, roots=call.roots, entry=entry,
+                              creation=creation)
+    if a.mark is not None:
+        used = snap.add(call_node("consumed", "earlier backward", loc_of(a.mark.site), a.mark.iteration))
+        src = snap.walk_id(a.marked_boundary)
+        if src is not None:
+            snap.link(src, used.id, "freed by" if a.kind == "freed" else "run by")
+    return snap

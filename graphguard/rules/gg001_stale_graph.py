@@ -74,5 +74,5 @@ class StaleGraph(Rule):
             {"made_in": subject.created_in_iteration if subject.created_in_iteration is not None else "an earlier iteration",
              "consumed_line": consumed.line if consumed else "?", "crash": crash,
              "fix": fix, "name": display(name)},
-            related, graph=snapshot(event, a, name, f"GG001: {name or 'stale graph'}"))]
+            related, graph=snapshot(event, a, name, f"GG001: {name or 'stale graph'}", ctx.creation))]
 

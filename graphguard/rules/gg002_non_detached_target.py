@@ -6,6 +6,7 @@ from typing import Any
 import torch
 
 from ..capture.graph import leaf_of, walk
+from ..capture.snapshot import call_node, snapshot_from_tensors
 from ..events import LossCall
 from ..records import Finding, Related
 from ._cuts import leaf_label
@@ -73,4 +74,9 @@ class NonDetachedTarget(Rule):
                else "pass target.detach(), or build the target under torch.no_grad()")
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"func": event.func, "leaves": "from " + ", ".join(labels) if labels else "it has history",
-                              "fix": fix, "name": display(name, "The target")}, related)]
+                              "fix": fix, "name": display(name, "The target")}, related,
+                             graph=snapshot_from_tensors(
+                                 [x, t], ctx.rec.stamp_key, highlight={1: ["target"]},
+                                 labels={1: name} if name else None, creation=ctx.creation,
+                                 entry=call_node("entry", f"{event.func}()", ctx.loc(event.site), ctx.iteration),
+                                 title=f"GG002: {name or 'the target'} requires grad"))]

@@ -66,4 +66,4 @@ class DoubleBackward(Rule):
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"first_line": first.line if first else "?", "fix": fix,
                               "name": display(name, "A tensor")},
-                             related, graph=snapshot(event, a, name, f"GG003: {name or 'shared graph'}"))]
+                             related, graph=snapshot(event, a, name, f"GG003: {name or 'shared graph'}", ctx.creation))]

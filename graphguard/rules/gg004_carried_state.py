@@ -79,4 +79,4 @@ class CarriedState(Rule):
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"made_in": st.iteration if st else "?", "stale": len(a.members),
                               "crash": crash, "fix": fix, "name": display(name)},
-                             related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}"))]
+                             related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}", ctx.creation))]

@@ -5,7 +5,7 @@ from typing import Any
 
 from ..events import StepCall
 from ..records import Finding
-from ._cuts import cut_related, describe_op, fix_for_cut
+from ._cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .base import Rule, display
 
 __all__ = ["ParamWithoutGrad"]
@@ -63,5 +63,7 @@ class ParamWithoutGrad(Rule):
                     ctx, subject, ctx.loc(event.site), fix,
                     {"op": describe_op(first), "line": first.site[0].line if first.site else "?",
                      "fix": fix, "name": display(name, "A parameter")},
-                    cut_related(ctx, cuts)))
+                    cut_related(ctx, cuts),
+                    graph=cut_snapshot(ctx, cuts, [p], f"GG008: {name or 'parameter'} gets no gradient",
+                                       entry_site=event.site, entry_op="optimizer.step()")))
         return out

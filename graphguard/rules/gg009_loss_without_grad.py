@@ -7,7 +7,7 @@ import torch
 
 from ..events import BackwardCall
 from ..records import Finding, Related
-from ._cuts import cut_related, describe_op, fix_for_cut, leaf_label
+from ._cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
 from .base import Rule, display
 
 __all__ = ["LossWithoutGrad"]
@@ -91,7 +91,9 @@ class LossWithoutGrad(Rule):
                 why = "nothing it was computed from requires grad"
                 fix = ("make sure the model's parameters require grad and the loss is computed "
                        "from the model's output, not from .item() or a new tensor")
+            graph = cut_snapshot(ctx, cuts, leaves, f"GG009: {name or 'the loss'} has no grad_fn",
+                                 sink=root, entry_site=event.site, entry_op=f"{event.api}()")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
                                     {"why": why, "fix": fix, "name": display(name, "The loss")},
-                                    related))
+                                    related, graph=graph))
         return out
