@@ -1,0 +1,132 @@
+"""GG102 retain-graph-growth: retain_graph=True in a loop keeps re-running an ever older graph."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..capture.names import NameHit, find_name
+from ..events import BackwardCall
+from ..records import Finding, Related
+from ._stale import StaleAnalysis, _site_key, analyze, snapshot
+from .base import Rule, display
+
+__all__ = ["RetainGraphGrowth"]
+
+MAX_SITES = 256  # backward lines whose graph size is remembered
+
+
+class RetainGraphGrowth(Rule):
+    """## What it does
+    Fires on a `backward(retain_graph=True)` (or `autograd.grad(..., retain_graph=True)`) that
+    runs again through graph nodes built in an earlier iteration and kept alive by an earlier
+    retained backward. It names the tensor that drags the old graph in (usually a state carried
+    without `detach()`, GG004, or a value built once with history, GG001) and how much the
+    walked graph grew.
+
+    ## Why is this bad?
+    `retain_graph=True` is the fix PyTorch's error message suggests for "backward through the
+    graph a second time", and it makes the error go away: but every iteration now keeps the
+    previous graphs and runs backward through all of them again. Steps get slower and memory
+    grows until the process dies; gradients flow into data from long-gone batches.
+
+    ## Example
+    ```python
+    hidden = torch.zeros(1, 8, 16)
+    for x, y in batches:
+        out, hidden = gru(x, hidden)
+        loss = F.mse_loss(head(out), y)
+        loss.backward(retain_graph=True)   # "fixes" the error, graph grows forever
+        opt.step(); opt.zero_grad()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in batches:
+        hidden = hidden.detach()           # cut the history; no retain_graph needed
+        out, hidden = gru(x, hidden)
+        F.mse_loss(head(out), y).backward()
+    ```
+
+    ## Known problems
+    Retaining the graph for a second loss of the same iteration is legitimate and never reported.
+    A graph deliberately re-used across iterations (a fixed graph differentiated many times) is
+    reported when an optimizer step separates the uses.
+    """
+
+    code = "GG102"
+    slug = "retain-graph-growth"
+    severity = "warning"
+    summary = "retain_graph=True in a loop while the retained graph grows or is re-run every iteration"
+    template = ("this backward(retain_graph=True) runs again through {stale} graph nodes kept from "
+                "iteration {since}{growth}; the cause is {name}, {why}. {fix}")
+    events = (BackwardCall,)
+
+    def __init__(self) -> None:
+        self.walked: dict[tuple, tuple[int, int]] = {}  # backward line -> (iteration, nodes walked)
+        self.reported: set[tuple] = set()  # backward lines already reported (once is enough)
+
+    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+        if not event.retain_graph or event.scan is None:
+            return None
+        growth = self._growth(event, ctx.iteration)
+        event.iteration = ctx.iteration  # type: ignore[attr-defined]
+        a = analyze(event)
+        if a.kind != "retained":
+            return None  # freed: PyTorch will raise, and GG001/GG003/GG004 say why
+        line = _site_key(event.site[:1])
+        if line in self.reported:
+            # later iterations may be unrecorded (light mode): the cause would go unnamed
+            return None
+        self.reported.add(line)
+        hit, st = self._cause(event, a, ctx)
+        subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
+                              iteration=st.iteration if st else None)
+        name = subject.name
+        if a.carried:
+            why = "carried from one iteration into the next without detach (see GG004)"
+            fix = (f"detach it at the start of each iteration ({name} = {name}.detach()) and drop "
+                   "retain_graph=True" if name else
+                   "detach the carried tensor at the start of each iteration and drop retain_graph=True")
+        else:
+            why = "built once with history and re-used every iteration (see GG001)"
+            fix = (f"{name} = {name}.detach() (or build it under torch.no_grad()) and drop "
+                   "retain_graph=True" if name else
+                   "detach the re-used tensor (or build it under torch.no_grad()) and drop retain_graph=True")
+        retained = ctx.loc(a.mark.site) if a.mark else None
+        related = [Related("retained-by", None, "backward", retained, a.mark.iteration if a.mark else None)]
+        if subject.created_at:
+            related.append(Related("cause", name, None, subject.created_at, subject.created_in_iteration))
+        since = st.iteration if st else (a.mark.iteration if a.mark else "?")
+        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                             {"stale": len(a.members), "since": since, "growth": growth, "why": why,
+                              "fix": fix, "name": display(name, "the tensor carried over")},
+                             related, graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}"))]
+
+    def _growth(self, event: BackwardCall, iteration: int) -> str:
+        """How the graph this backward line walks changed since its last retained call."""
+        key = _site_key(event.site[:1]) if event.site else None
+        n = len(event.scan.nodes)
+        prev = self.walked.get(key) if key is not None else None
+        if key is not None and (key in self.walked or len(self.walked) < MAX_SITES):
+            self.walked[key] = (iteration, n)
+        if prev is None or prev[0] >= iteration or n <= prev[1]:
+            return ""
+        per = (n - prev[1]) / (iteration - prev[0])
+        more = "+" if event.scan.truncated else ""
+        return f" (the graph it walks grew from {prev[1]} to {n}{more} nodes, +{per:.0f} per iteration)"
+
+    @staticmethod
+    def _cause(event: BackwardCall, a: StaleAnalysis, ctx: Any) -> tuple[NameHit | None, Any]:
+        """The variable that holds the old part: for a carried state, the variable that now holds
+        this iteration's value made by the same line (as GG004 names it); else the old tensor."""
+        node = event.scan.nodes[a.boundary]
+        st = ctx.stamp(node)
+        hit = None
+        if a.carried and st is not None:
+            key = _site_key(st.site)
+            hit = find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is not None
+                            and (s := ctx.stamp(v.grad_fn)) is not None and _site_key(s.site) == key)
+        if hit is None:
+            hit = ctx.name_of_node(node)
+        return hit, st
