@@ -216,3 +216,123 @@ ALL = [gan_detached_fake, wgan_gp, maml_second_order, gradient_accumulation,
        two_losses_retain_graph, truncated_bptt_lstm, classifier_with_metrics_and_eval,
        manual_sgd_no_optimizer, ema_teacher_distillation, vqvae_commitment_swapped_roles,
        reference_built_once_with_no_grad]
+
+
+def cnn_dataloader_autocast_ema():
+    torch.manual_seed(0)
+    from torch.utils.data import DataLoader, TensorDataset
+
+    data = TensorDataset(torch.randn(64, 1, 12, 12), torch.randint(0, 3, (64,)))
+    loader = DataLoader(data, batch_size=16, shuffle=True)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    ema = torch.optim.swa_utils.AveragedModel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=8)
+    for x, y in loader:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        ema.update_parameters(model)
+
+
+def transformer_encoder_masked_lm():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True)
+    enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    emb, head = nn.Embedding(20, 16), nn.Linear(16, 20)
+    params = [*enc.parameters(), *emb.parameters(), *head.parameters()]
+    opt = torch.optim.AdamW(params, lr=1e-3)
+    for _ in range(3):
+        tokens = torch.randint(0, 20, (4, 7))
+        mask = torch.rand(4, 7) < 0.3
+        inp = tokens.masked_fill(mask, 0)
+        pad = tokens == 19
+        logits = head(enc(emb(inp), src_key_padding_mask=pad))
+        loss = F.cross_entropy(logits[mask], tokens[mask]) if mask.any() else logits.sum() * 0
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_value_(params, 1.0)
+        opt.step()
+
+
+def frozen_backbone_finetune():
+    torch.manual_seed(0)
+    backbone = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16))
+    for p in backbone.parameters():
+        p.requires_grad = False
+    head = nn.Linear(16, 2)
+    opt = torch.optim.Adam(filter(lambda p: p.requires_grad, [*backbone.parameters(), *head.parameters()]))
+    running = []
+    for _ in range(3):
+        x, y = torch.randn(5, 8), torch.randint(0, 2, (5,))
+        loss = F.cross_entropy(head(backbone(x)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        running.append(loss.detach())
+        if len(running) > 2:
+            running.pop(0)
+
+
+def vae_reparameterization():
+    torch.manual_seed(0)
+    enc, dec = nn.Linear(10, 8), nn.Linear(4, 10)
+    opt = torch.optim.Adam([*enc.parameters(), *dec.parameters()], lr=1e-3)
+    total = 0.0
+    for _ in range(3):
+        x = torch.rand(6, 10)
+        mu, logvar = enc(x).chunk(2, dim=1)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        recon = torch.sigmoid(dec(z))
+        kl = -0.5 * torch.mean(1 + logvar - mu.pow(2) - logvar.exp())
+        loss = F.binary_cross_entropy(recon, x) + kl
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        total += loss.item()
+
+
+def physics_fit_with_closure_lbfgs():
+    torch.manual_seed(0)
+    t = torch.linspace(0, 1, 20)
+    obs = 2.0 * torch.exp(-1.5 * t)
+    a = torch.tensor(1.0, requires_grad=True)
+    k = torch.tensor(1.0, requires_grad=True)
+    opt = torch.optim.LBFGS([a, k], lr=0.5, max_iter=5)
+
+    def closure():
+        opt.zero_grad()
+        loss = F.mse_loss(a * torch.exp(-k * t), obs)
+        loss.backward()
+        return loss
+
+    for _ in range(2):
+        opt.step(closure)
+
+
+def actor_critic_shared_trunk():
+    torch.manual_seed(0)
+    trunk = nn.Linear(4, 16)
+    actor, critic = nn.Linear(16, 2), nn.Linear(16, 1)
+    opt = torch.optim.Adam([*trunk.parameters(), *actor.parameters(), *critic.parameters()], lr=1e-3)
+    for _ in range(3):
+        obs = torch.randn(6, 4)
+        h = torch.tanh(trunk(obs))
+        dist = torch.distributions.Categorical(logits=actor(h))
+        act = dist.sample()
+        value = critic(h).squeeze(1)
+        returns = torch.randn(6)
+        advantage = returns - value.detach()
+        loss = -(dist.log_prob(act) * advantage).mean() + 0.5 * F.mse_loss(value, returns) \
+            - 0.01 * dist.entropy().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+ALL += [cnn_dataloader_autocast_ema, transformer_encoder_masked_lm, frozen_backbone_finetune,
+        vae_reparameterization, physics_fit_with_closure_lbfgs, actor_critic_shared_trunk]
