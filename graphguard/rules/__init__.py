@@ -9,6 +9,7 @@ from .gg001_stale_graph import StaleGraph
 from .gg002_non_detached_target import NonDetachedTarget
 from .gg003_double_backward import DoubleBackward
 from .gg004_carried_state import CarriedState
+from .gg005_inplace_saved_tensor import InplaceSavedTensor
 from .gg006_leaf_inplace import LeafInplace
 from .gg007_non_leaf_parameter import NonLeafParameter
 from .gg008_param_without_grad import ParamWithoutGrad
@@ -27,6 +28,7 @@ ALL_RULES: list[type[Rule]] = [
     NonDetachedTarget,
     DoubleBackward,
     CarriedState,
+    InplaceSavedTensor,
     LeafInplace,
     NonLeafParameter,
     ParamWithoutGrad,

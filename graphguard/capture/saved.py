@@ -1,0 +1,118 @@
+"""Which saved tensors of a graph were changed in place after they were saved (GG005).
+
+The saved-tensor hooks (recorder.pack/unpack) replace PyTorch's own version check. To tie a
+modified `Packed` to the node that saved it, read the node's saved values: the unpack hook raises
+`SavedTensorModified(packed)` for a modified one. Reading a saved value changes nothing (the
+unpacked tensor is a fresh alias; PyTorch re-checks on its own unpack during backward), so the
+real backward that follows still raises its usual error when the user goes on.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+
+from .records import InplaceRecord, Packed
+from .recorder import SavedTensorModified
+
+__all__ = ["SavedHit", "tensor_attrs", "find_modified_saved", "modifying_write", "storage_key",
+           "shares_saved"]
+
+
+class SavedHit(NamedTuple):
+    """A saved tensor changed in place, and where the graph holds it."""
+
+    index: int  # walk index of the node that saved it
+    attr: str  # `_saved_result`, `_saved_self`, `saved_tensors` (custom Function)
+    packed: Packed
+
+
+_TENSOR_ATTRS: dict[type, tuple[str, ...]] = {}
+
+
+def tensor_attrs(node: Any) -> tuple[str, ...]:
+    """A node type's saved attributes that hold tensors (those with a `_raw_saved_*` twin; the
+    others are sizes and scalars), computed once per type."""
+    t = type(node)
+    names = _TENSOR_ATTRS.get(t)
+    if names is None:
+        attrs = set(dir(node))
+        names = tuple(n for n in sorted(attrs)
+                      if n.startswith("_saved_") and "_raw" + n in attrs)
+        if "saved_tensors" in attrs:  # custom autograd.Function nodes
+            names += ("saved_tensors",)
+        _TENSOR_ATTRS[t] = names
+    return names
+
+
+def find_modified_saved(nodes: list[Any], modified: list[Packed], limit: int = 8) -> list[SavedHit]:
+    """The walked nodes that hold one of the `modified` packs (at most `limit` hits).
+
+    Unreachable packs (an unrelated graph still alive) are simply never hit. The walk stops early
+    once every modified pack has been found.
+    """
+    wanted = {id(p) for p in modified}  # ids are stable: `modified` keeps the packs alive
+    found: set[int] = set()
+    hits: list[SavedHit] = []
+    # the unpack hook's `_version` read would otherwise pass through the guard's own mode
+    with torch._C.DisableTorchFunction():
+        _probe(nodes, wanted, found, hits, limit)
+    return hits
+
+
+def _probe(nodes: list[Any], wanted: set[int], found: set[int], hits: list[SavedHit],
+           limit: int) -> None:
+    for i, node in enumerate(nodes):
+        for attr in tensor_attrs(node):
+            try:
+                getattr(node, attr)
+            except SavedTensorModified as err:
+                key = id(err.packed)
+                if key in wanted and key not in found:
+                    found.add(key)
+                    hits.append(SavedHit(i, attr, err.packed))
+            except Exception:  # freed buffers ("backward through the graph a second time") etc.
+                continue
+        if len(found) == len(wanted) or len(hits) >= limit:
+            return
+
+
+def storage_key(t: torch.Tensor) -> int | None:
+    """The data pointer of a tensor's storage (how the recorder keys in-place writes)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # sparse, meta, or storage-less subclasses
+        return None
+
+
+def modifying_write(log: dict[int, InplaceRecord], packed: Packed,
+                    since_iteration: int) -> InplaceRecord | None:
+    """The recorded in-place write that changed `packed` after it was saved, if the recorder saw
+    one (it keeps the latest write per storage; a write from before the save does not count).
+
+    The log is keyed by storage address, which the allocator reuses: a write recorded before
+    `since_iteration` (when the saved tensor was made) belongs to an older tensor.
+    """
+    key = storage_key(packed.tensor)
+    rec = log.get(key) if key is not None else None
+    if rec is None or rec.iteration < since_iteration:
+        return None
+    if packed.version < rec.version <= packed.tensor._version:
+        return rec
+    return None
+
+
+def shares_saved(packed: Packed, exact: bool = False) -> Any:
+    """A predicate: is a value the tensor that was saved (same storage and version counter), or
+    with `exact`, that very view of it (same data pointer and shape)?"""
+    pt = packed.tensor
+    key = storage_key(pt)
+
+    def match(v: Any) -> bool:
+        if not isinstance(v, torch.Tensor) or key is None or v._version != pt._version:
+            return False
+        if exact and (v.data_ptr() != pt.data_ptr() or v.shape != pt.shape):
+            return False
+        return storage_key(v) == key
+
+    return match

@@ -1,0 +1,193 @@
+"""GG005 inplace-saved-tensor: a tensor saved for backward was changed in place before backward."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..capture.graph import summarize
+from ..capture.names import find_name
+from ..capture.records import InplaceRecord, Packed
+from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
+from ..capture.snapshot import snapshot_from_scan
+from ..context import assigned_name
+from ..events import BackwardCall
+from ..records import Finding, Related, Site, Subject
+from ._inplace import describe_inplace, is_inplace_flag_op, out_of_place, written_name
+from .base import Rule, display
+
+__all__ = ["InplaceSavedTensor"]
+
+MAX_REPORTED = 4  # findings per backward (one per line that changed saved tensors)
+
+
+def node_op(node: Any) -> str:
+    """`SigmoidBackward0` -> `sigmoid`, `NativeLayerNormBackward0` -> `native_layer_norm`."""
+    base = re.sub(r"Backward\d*$", "", type(node).__name__)
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower() or type(node).__name__
+
+
+class InplaceSavedTensor(Rule):
+    """## What it does
+    Before each backward, checks whether a tensor that an op of this graph saved for its gradient
+    (`sigmoid`, `tanh` and `exp` save their output; `mul` and `linear` save their inputs) has been
+    changed in place since: `x += ...` after a branch used `x`, `nn.ReLU(inplace=True)` or
+    `nn.Dropout(inplace=True)` right after an op that saves its output, slice assignment into an
+    activation, or `optimizer.step()` between a forward and a second backward that needs the old
+    weights. It names the tensor, the op that saved it and the in-place op that changed it.
+
+    ## Why is this bad?
+    The gradient would be computed from the changed value. PyTorch refuses with "one of the
+    variables needed for gradient computation has been modified by an inplace operation", which
+    names a shape and a version number, not the line.
+
+    ## Example
+    ```python
+    h = torch.sigmoid(self.fc1(x))     # sigmoid saves its output for the backward
+    h = self.drop(h)                   # nn.Dropout(inplace=True) overwrites it
+    ```
+
+    ## Use instead
+    ```python
+    h = torch.sigmoid(self.fc1(x))
+    h = self.drop(h)                   # nn.Dropout(p) without inplace=True
+    ```
+    For a second loss on the same forward, call both backward passes (or one on the summed loss)
+    before `optimizer.step()`, or run the forward again after the step.
+
+    ## Known problems
+    The op that saved the tensor and the in-place op are named from the guard's recording (the
+    first iterations, and again after any error finding); otherwise the finding names the node
+    type and points at the backward call. Writes through `.data` are invisible to autograd and are
+    not reported (PyTorch does not notice them either).
+    """
+
+    code = "GG005"
+    slug = "inplace-saved-tensor"
+    severity = "error"
+    summary = "a tensor saved for backward was modified in place before backward"
+    template = ("{name} was saved for the backward by {saved_at}, then "
+                "{changed}; the backward at line {backward_line} needs the saved value and "
+                "would fail. {fix}")
+    events = (BackwardCall,)
+
+    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+        modified = ctx.rec.modified_packs()
+        if not modified or event.scan is None:
+            return None  # the usual case: nothing saved was changed since it was saved
+        hits = find_modified_saved(event.scan.nodes, modified)
+        if not hits:
+            return None  # changed tensors belong to graphs this backward does not reach
+        groups: dict[Any, list[tuple[SavedHit, InplaceRecord | None]]] = {}
+        for hit in hits:
+            stamp = ctx.stamp(event.scan.nodes[hit.index])
+            # Unstamped: saved while the guard was not recording, so only a write of this
+            # iteration can be the one that changed it.
+            since = stamp.iteration if stamp is not None else ctx.iteration
+            write = modifying_write(ctx.rec.inplace_log, hit.packed, since)
+            key = (write.site[0].file, write.site[0].line) if write and write.site else None
+            groups.setdefault(key, []).append((hit, write))
+        return [self._finding(ctx, event, group) for group in list(groups.values())[:MAX_REPORTED]]
+
+    def _finding(self, ctx: Any, event: BackwardCall,
+                 group: list[tuple[SavedHit, InplaceRecord | None]]) -> Finding:
+        hit, write = group[0]
+        packed = hit.packed
+        node = event.scan.nodes[hit.index]
+        stamp = ctx.stamp(node)
+        saved_site: Site = stamp.site if stamp is not None else packed.site
+        # Packed.op names the user-level call (`linear`, `sigmoid`); trust it when it was recorded
+        # for this very node, else name the node's own op.
+        same = packed.op and (stamp is None or not packed.site or stamp.site == packed.site)
+        saved_op = f"`{packed.op}`" if same else f"`{node_op(node)}`"
+        param = _optimized_param(ctx, packed)
+        name, subject = self._subject(ctx, hit, write, saved_site, param)
+        bw = ctx.loc(event.site)
+        saved_loc = ctx.loc(saved_site)
+        mod_loc = ctx.loc(write.site) if write is not None else None
+        if write is not None and param is not None:
+            changed = f"the optimizer step at line {mod_loc.line} updated it in place"
+        elif write is not None:
+            changed = (f"changed in place by {describe_inplace(write.op, write.site[0])} at line "
+                       f"{mod_loc.line}")
+        else:
+            changed = ("changed in place by a line the guard was not recording (it was saved at "
+                       f"version {packed.version} and is now at version {packed.tensor._version})")
+        others = [self._other_name(ctx, h) for h, _ in group[1:]]
+        if any(others):
+            changed += " (with " + ", ".join(f"`{o}`" for o in others if o) + ")"
+        related = [Related("saved-at", name, saved_op.strip("`"), saved_loc,
+                           stamp.iteration if stamp else None)]
+        if write is not None:
+            related.append(Related("modified-at", name, write.op, mod_loc, write.iteration))
+        related.append(Related("needed-by", None, "backward", bw, ctx.iteration))
+        fix = self._fix(name, write, param is not None, saved_op)
+        roles = {0: ["root"]}
+        roles.setdefault(hit.index, []).append("modified")
+        graph = snapshot_from_scan(event.scan, roles, {hit.index: name} if name else {},
+                                   f"GG005: {name or 'modified saved tensor'}")
+        return self.finding(
+            ctx, subject, mod_loc or bw, fix,
+            {"saved_at": f"{saved_op} at line {saved_loc.line}" if saved_loc else saved_op,
+             "changed": changed, "backward_line": bw.line if bw else "?", "fix": fix,
+             "name": display(name, "A tensor")},
+            related, graph=graph)
+
+    @staticmethod
+    def _subject(ctx: Any, hit: SavedHit, write: InplaceRecord | None, saved_site: Site,
+                 param: Any) -> tuple[str | None, Subject]:
+        """The user's name for the changed tensor: a live variable that is it (or shares its
+        storage), else what the in-place line wrote to, else what the saving line assigned."""
+        packed = hit.packed
+        found = (ctx.name_of(param) if param is not None else None) \
+            or find_name(shares_saved(packed, exact=True)) or find_name(shares_saved(packed))
+        if found is not None:
+            return found.name, ctx.subject(found.value, hit=found)
+        name = written_name(write.site[0]) if write is not None and write.site else None
+        if name is None and hit.attr == "_saved_result" and saved_site and packed.op:
+            name = assigned_name(saved_site[0], packed.op)  # `h = torch.sigmoid(...)`: h is it
+        made = ctx.loc(saved_site) if hit.attr == "_saved_result" else None
+        return name, Subject(name, "tensor", summarize(packed.tensor), made, None)
+
+    @staticmethod
+    def _other_name(ctx: Any, hit: SavedHit) -> str | None:
+        found = find_name(shares_saved(hit.packed, exact=True)) or find_name(shares_saved(hit.packed))
+        return found.name if found else None
+
+    @staticmethod
+    def _fix(name: str | None, write: InplaceRecord | None, optimizer: bool, saved_op: str) -> str:
+        who = name or "the tensor"
+        if optimizer:
+            return ("Run every backward that needs this forward before optimizer.step() (or call "
+                    "backward once on the summed losses); if the second loss must see the updated "
+                    "weights, run the forward again after the step")
+        if write is None:
+            return (f"Make the in-place op on {display(name)} after {saved_op} out of place (`+=`, "
+                    "`[...] =`, `.clamp_()`, inplace=True), or clone before it; "
+                    "GraphGuard(record_iterations=None) records every line to point at it")
+        frame = write.site[0] if write.site else None
+        op = write.op
+        if is_inplace_flag_op(op):
+            return (f"Drop inplace=True from this {op.lstrip('_')} (nn module or F.{op.lstrip('_')}): "
+                    f"{saved_op} needs its unchanged output for the gradient")
+        alt = out_of_place(frame)
+        if alt is not None:
+            return f"Write it out of place, `{alt}`, so {saved_op} keeps the value it saved"
+        if op == "__setitem__":
+            return (f"Assign into a copy (`{who} = {who}.clone()` first), or build the new value "
+                    "out of place with torch.where / torch.cat")
+        if op.endswith("_") and not op.endswith("__"):
+            plain = op.rstrip("_")
+            return f"Use the out-of-place `{who} = {who}.{plain}(...)` instead of `.{op}(...)`"
+        return f"Clone {who} before changing it in place (`{who} = {who}.clone()`)"
+
+
+def _optimized_param(ctx: Any, packed: Packed) -> Any:
+    """The optimized parameter a saved tensor is (or is a view of), when it is one."""
+    key = storage_key(packed.tensor)
+    if key is None:
+        return None
+    version = packed.tensor._version
+    for p in list(ctx.rec.optimized.keys()):
+        if p._version == version and storage_key(p) == key:
+            return p
+    return None
