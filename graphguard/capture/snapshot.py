@@ -19,7 +19,10 @@ Walk indices (`n{i}`) are the node ids either way, so rules can address nodes th
 """
 from __future__ import annotations
 
+import bisect
+import heapq
 import sys
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -105,40 +108,47 @@ def site_locs(site: Site | None) -> tuple[SourceLoc | None, SourceLoc | None]:
 
 # ---- choosing what to draw ----------------------------------------------------------------------
 def _focus(roles: dict[int, list[str]], labels: dict[int, str], n: int) -> list[int]:
-    """Offenders to centre the picture on: labelled ones, then by role, then nearest the root."""
-    rank = {r: k for k, r in enumerate(ROLES)}
-
-    def key(i: int) -> tuple[int, int, int]:
-        rs = [rank.get(r, len(ROLES)) for r in roles.get(i, ()) if r != "root"]
-        return (0 if i in labels else 1, min(rs) if rs else len(ROLES), i)
-
-    cands = [i for i in set(roles) | set(labels) if 0 <= i < n
-             and (i in labels or any(r != "root" for r in roles[i]))]
-    return sorted(cands, key=key)[:_FOCUS]
+    """Offenders to centre the picture on: labelled ones, then by role (ROLES order), each role's
+    nearest to the root first. Linear in the number of offenders (100,000 stale nodes happen)."""
+    buckets: dict[str, list[int]] = {}
+    for i, rs in roles.items():
+        for r in rs:
+            buckets.setdefault(r, []).append(i)
+    order = [r for r in ROLES if r != "root"] + sorted(set(buckets) - set(ROLES))
+    out = sorted(i for i in labels if 0 <= i < n)
+    for r in order:
+        if len(out) >= _FOCUS:
+            break
+        out.extend(i for i in heapq.nsmallest(_FOCUS, buckets.get(r, ())) if 0 <= i < n)
+    return list(dict.fromkeys(out))[:_FOCUS]
 
 
 def select_nodes(parent: Sequence[int], focus: list[int], limit: int
                  ) -> tuple[list[int], list[tuple[int, int, int]]]:
     """At most `limit` walk indices around `focus`: each offender's path to the root (long paths
     keep both ends and elide the middle), then a breadth-first neighbourhood of the offenders,
-    then of the roots. Returns the kept indices and the gaps (lower, upper, nodes elided)."""
+    then of the roots. Returns the kept indices and the gaps (lower, upper, nodes elided).
+
+    NOTE [walk order]: `parent` comes from a breadth-first walk, so it is non-decreasing after the
+    roots (-1): the children of node p are the contiguous run of entries equal to p, found by
+    bisection without building a child list (which costs more than the rest on 100,000 nodes).
+    """
     n = len(parent)
     if n <= limit:
         return list(range(n)), []
+    if list(parent) != sorted(parent):  # not a walk's order: no bisection
+        return _select_unordered(parent, focus, limit)
     kept: dict[int, None] = {}  # insertion-ordered set
     gaps: list[tuple[int, int, int]] = []
 
-    def keep(i: int) -> bool:
-        if i in kept:
-            return True
-        if len(kept) >= limit:
-            return False
-        kept[i] = None
-        return True
+    def keep(i: int) -> None:
+        if i not in kept and len(kept) < limit:
+            kept[i] = None
 
     for i in range(n):  # the roots come first in a walk
-        if parent[i] != -1 or not keep(i):
+        if parent[i] != -1 or len(kept) >= limit:
             break
+        keep(i)
     for f in focus:
         path = [f]
         j = parent[f]
@@ -151,33 +161,45 @@ def select_nodes(parent: Sequence[int], focus: list[int], limit: int
             path = head + tail
         for i in path:
             keep(i)
-    children: list[list[int]] | None = None
 
-    def bfs(starts: list[int], budget: int) -> None:
-        nonlocal children
-        if children is None:
-            children = [[] for _ in range(n)]
-            for i, p in enumerate(parent):
-                if p >= 0:
-                    children[p].append(i)
-        queue = deque(starts)
-        seen = set(starts)
-        while queue and len(kept) < budget:
-            i = queue.popleft()
-            for j in (*children[i], parent[i]):
-                if j >= 0 and j not in seen:
-                    seen.add(j)
-                    if j not in kept:
-                        kept[j] = None
-                        if len(kept) >= budget:
-                            return
-                    queue.append(j)
+    def neighbours(i: int) -> list[int]:
+        lo = bisect.bisect_left(parent, i)
+        hi = bisect.bisect_right(parent, i, lo)
+        return [*range(lo, hi), parent[i]]
 
-    if len(kept) < limit:
-        bfs(list(focus), max(len(kept), limit * 3 // 4))
-    if len(kept) < limit:
-        bfs([i for i in kept if parent[i] == -1], limit)
+    _grow(kept, list(focus), neighbours, max(len(kept), limit * 3 // 4))
+    _grow(kept, [i for i in kept if parent[i] == -1], neighbours, limit)
     return list(kept), gaps
+
+
+def _grow(kept: dict[int, None], starts: list[int], neighbours: Callable[[int], list[int]],
+          budget: int) -> None:
+    """Breadth-first from `starts`, adding unseen nodes to `kept` until it holds `budget`."""
+    queue = deque(starts)
+    seen = set(starts)
+    while queue and len(kept) < budget:
+        for j in neighbours(queue.popleft()):
+            if j >= 0 and j not in seen:
+                seen.add(j)
+                queue.append(j)
+                if j not in kept:
+                    kept[j] = None
+                    if len(kept) >= budget:
+                        return
+
+
+def _select_unordered(parent: Sequence[int], focus: list[int], limit: int
+                      ) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """select_nodes for a parent array in any order (child lists built once)."""
+    children: list[list[int]] = [[] for _ in parent]
+    for i, p in enumerate(parent):
+        if p >= 0:
+            children[p].append(i)
+    kept: dict[int, None] = {}
+    for i in [*focus, *(i for i, p in enumerate(parent) if p == -1)][:limit]:
+        kept[i] = None
+    _grow(kept, list(kept), lambda i: [*children[i], parent[i]], limit)
+    return list(kept), []
 
 
 # ---- names of what is drawn ----------------------------------------------------------------------
@@ -219,7 +241,9 @@ def _user_names(nodes: list[Any], extra: Sequence[Any]) -> dict[int, str]:
 def _torchviz_body(roots: Sequence[Any], names: dict[int, str], leaves: list[Any]) -> list[str] | None:
     """make_dot's DOT statements for the graph behind `roots`, or None when it cannot draw it."""
     try:
-        from torchviz import make_dot
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torchviz 0.0.3 imports distutils (deprecated)
+            from torchviz import make_dot
     except Exception:  # not installed, or its distutils import fails on Python >= 3.12
         return None
     params = {names[id(v)]: v for v in leaves if names.get(id(v))}
@@ -227,7 +251,10 @@ def _torchviz_body(roots: Sequence[Any], names: dict[int, str], leaves: list[Any
     old = sys.getrecursionlimit()
     try:
         sys.setrecursionlimit(max(old, _stack_depth() + 4 * TORCHVIZ_MAX + 100))
-        dot = make_dot(tuple(roots) if len(roots) > 1 else roots[0], params=params or None)
+        with warnings.catch_warnings():
+            # its LooseVersion check warns on every call; the user must not see our drawing
+            warnings.simplefilter("ignore")
+            dot = make_dot(tuple(roots) if len(roots) > 1 else roots[0], params=params or None)
         return list(dot.body)
     except Exception:  # e.g. a custom Function whose saved tensors were freed
         return None
@@ -267,7 +294,8 @@ def snapshot_from_walk(w: Any, stamps: Sequence[Any], roles: dict[int, list[str]
     n = len(nodes)
     roots = [t for t in roots if isinstance(t, torch.Tensor)]
     small = n <= min(limit, TORCHVIZ_MAX) and not w.truncated
-    keep, gaps = select_nodes(w.parent, _focus(roles, labels, n), limit)
+    focus = _focus(roles, labels, n)
+    keep, gaps = select_nodes(w.parent, focus, limit)
     kept_nodes = [nodes[i] for i in keep]
     names = _user_names(kept_nodes, roots)
     snap = GraphSnapshot(title=title, elided=n - len(keep), total=n, truncated=w.truncated,
@@ -292,18 +320,102 @@ def snapshot_from_walk(w: Any, stamps: Sequence[Any], roles: dict[int, list[str]
                 sn.where, sn.called_from = site_locs(made[0])
                 sn.iteration = made[1]
         snap.add(sn)
+    hidden: dict[str, int] = {}  # kept node -> inputs of it that were not kept
     for i, nd in zip(keep, kept_nodes):
         for nxt, _ in nd.next_functions:
-            j = index.get(id(nxt)) if nxt is not None else None
+            if nxt is None:
+                continue
+            j = index.get(id(nxt))
             if j is not None:
                 snap.edges.append((f"n{j}", f"n{i}"))
+            else:
+                hidden[f"n{i}"] = hidden.get(f"n{i}", 0) + 1
     for k, (lo, hi, count) in enumerate(gaps):
         gid = f"gap{k}"
-        snap.add(SnapNode(gid, "elided", kind="gap", detail=f"{count:,} nodes"))
+        snap.add(SnapNode(gid, "elided", kind="gap", detail=f"{count:,} nodes elided"))
         snap.edges.append((f"n{lo}", gid))
         snap.edges.append((gid, f"n{hi}"))
+        hidden.pop(f"n{hi}", None)
+    if snap.torchviz is None:
+        _collapse_runs(snap)
+        _mark_hidden_inputs(snap, hidden)
     _add_roots(snap, roots, names, index, entry, root_roles or {})
     return snap
+
+
+_MAX_MARKERS = 40  # "inputs not drawn" markers; beyond this the title's count says it
+
+
+def _mark_hidden_inputs(snap: GraphSnapshot, hidden: dict[str, int]) -> None:
+    """A small dashed marker above nodes whose inputs were pruned, so the picture never looks
+    like the whole graph when it is not."""
+    live = [(nid, m) for nid, m in hidden.items() if nid in snap.nodes]
+    if not live or len(live) > _MAX_MARKERS:
+        return
+    for nid, m in live:
+        mid = f"more_{nid}"
+        snap.add(SnapNode(mid, "elided", kind="gap",
+                          detail=f"{m} more input{'s' if m > 1 else ''} not drawn"))
+        snap.edges.append((mid, nid))
+
+
+# Roles that colour whole regions (a freed node sits every other node of a stale chain), as
+# opposed to the point roles (cut, modified, no-grad) that single out one node.
+_AREA = frozenset({"stale", "held", "target", "freed"})
+_RUN_MIN, _RUN_KEEP = 8, 2  # a chain this long keeps this many nodes at each end
+
+
+def _collapse_runs(snap: GraphSnapshot) -> None:
+    """Replace the middle of long unremarkable chains (one input, one consumer, no name, the
+    same region) by one gap node saying how many nodes and which ops it hides: a 300-node strip
+    of MulBackward0/AddBackward0 says less than its two ends and a count."""
+    ins: dict[str, list[str]] = {}
+    outs: dict[str, list[str]] = {}
+    for a, b in snap.edges:
+        outs.setdefault(a, []).append(b)
+        ins.setdefault(b, []).append(a)
+
+    def region(nid: str) -> frozenset[str]:
+        return frozenset(snap.nodes[nid].roles) - {"freed"}
+
+    def plain(nid: str) -> bool:
+        nd = snap.nodes.get(nid)
+        return (nd is not None and nd.kind == "node" and not nd.label and set(nd.roles) <= _AREA
+                and len(ins.get(nid, ())) == 1 and len(outs.get(nid, ())) == 1)
+
+    done: set[str] = set()
+    drop: set[str] = set()
+    for nid in list(snap.nodes):
+        if nid in done or not plain(nid):
+            continue
+        prev = ins[nid][0]
+        if plain(prev) and region(prev) == region(nid):
+            continue  # not the start of its run
+        run = [nid]
+        while True:
+            nxt = outs[run[-1]][0]
+            if nxt in done or not plain(nxt) or region(nxt) != region(nid):
+                break
+            run.append(nxt)
+        done.update(run)
+        if len(run) < _RUN_MIN:
+            continue
+        middle = run[_RUN_KEEP:-_RUN_KEEP]
+        ops = sorted({snap.nodes[m].op for m in middle})
+        freed = sum(1 for m in middle if "freed" in snap.nodes[m].roles)
+        gid = f"run{len(drop)}_{middle[0]}"
+        what = ", ".join(ops[:3]) + (", ..." if len(ops) > 3 else "")
+        snap.add(SnapNode(gid, "elided", sorted(region(nid)), kind="gap",
+                          detail=f"{len(middle):,} nodes elided: {what}"
+                          + (f" ({freed:,} freed)" if freed else "")))
+        snap.edges.append((run[_RUN_KEEP - 1], gid))
+        snap.edges.append((gid, run[-_RUN_KEEP]))
+        drop.update(middle)
+    if drop:
+        for m in drop:
+            del snap.nodes[m]
+        snap.edges = [(a, b) for a, b in snap.edges if a not in drop and b not in drop]
+        snap.elided += len(drop)
 
 
 def _add_roots(snap: GraphSnapshot, roots: list[Any], names: dict[int, str], index: dict[int, int],

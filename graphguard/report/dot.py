@@ -21,7 +21,8 @@ Colour legend (fill, outline) of the offending nodes, one colour per role:
     root       bold outline              the tensor (or node) backward starts from
 
 Entry points (the backward call, the loss call, `optimizer.step()`) are blue #90CAF9 rounded
-boxes; an elided stretch of a long path is a dashed ellipse saying how many nodes it hides.
+boxes; an elided stretch of a long path is a dashed box saying how many nodes (and which ops) it
+hides, filled with its region's colour.
 Offenders are labelled with the user's variable name, the op, the source line and the iteration.
 """
 from __future__ import annotations
@@ -89,7 +90,7 @@ def primary_role(node: SnapNode) -> str | None:
 
 def _label(node: SnapNode, full: bool) -> str:
     if node.kind == "gap":
-        return f"\u2026 {node.detail} elided \u2026"
+        return f"\u22ef {node.detail}"
     lines: list[str] = []
     if node.kind == "call":
         code = node.where.code if node.where and node.where.code else ""
@@ -116,7 +117,10 @@ def _style(node: SnapNode) -> dict[str, str | None]:
     full = role is not None or node.kind == "call" or bool(node.label)
     a: dict[str, str | None] = {"label": _label(node, full)}
     if node.kind == "gap":
-        a.update(shape="ellipse", style="dashed", fillcolor=None, fontcolor="#555555")
+        a.update(shape="box", style="dashed,rounded", fontcolor="#424242")
+        if role is not None:  # a collapsed stretch of a coloured region keeps its colour
+            a.update(style="dashed,rounded,filled", fillcolor=ROLE_STYLE[role][0],
+                     color=ROLE_STYLE[role][1])
         return a
     if node.kind == "call":
         a.update(shape="box", style="rounded,filled", fillcolor=_CALL_FILL, color="#0D47A1",
