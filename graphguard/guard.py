@@ -105,6 +105,16 @@ def _showwarning_at_user_line(orig: Callable[..., Any]) -> Callable[..., Any]:
     return showwarning
 
 
+def _skip_exited(fn: Any) -> Any:
+    """`fn` without the wrappers of guards that have exited: when nested guards exit out of order,
+    restoring the inner guard's saved original would otherwise reinstall the outer one's wrapper."""
+    while True:
+        g = getattr(fn, "__graphguard_guard__", None)
+        if g is None or not g._dormant:
+            return fn
+        fn = fn.__graphguard_original__
+
+
 def _as_list(x: Any) -> list[Any]:
     if x is None:
         return []
@@ -196,6 +206,12 @@ class GraphGuard:
         _raise_stack_limit()
         try:
             self._install()
+        except Exception as err:
+            # graphguard's own failure must not stop the user's program: run unwatched, say so
+            self._uninstall()
+            self._dormant = True
+            self._internal_error(err, "installing the guard (nothing is watched)")
+            return self
         except BaseException:
             self._uninstall()
             raise
@@ -209,6 +225,9 @@ class GraphGuard:
         except Exception as err:  # never mask the user's own exception
             self._internal_error(err, "closing the guard")
         finally:
+            # Dormant first: a wrapper of ours that must stay installed (patched over by someone
+            # else, or an outer guard exited before an inner one) then passes every call through.
+            self._dormant = True
             self._uninstall()
             if self in _ACTIVE:
                 _ACTIVE.remove(self)
@@ -267,13 +286,10 @@ class GraphGuard:
     def _install(self) -> None:
         torch._C._push_on_torch_function_stack(self._mode)
         self._undo.append(self._remove_mode)
-        hooks = torch.autograd.graph.saved_tensors_hooks(self.rec.pack, self.rec.unpack)
-        hooks.__enter__()
-        self._undo.append(lambda: hooks.__exit__(None, None, None))
-        h1 = register_optimizer_step_pre_hook(self._step_pre_hook)
-        h2 = register_optimizer_step_post_hook(self._step_post_hook)
-        self._undo.append(h1.remove)
-        self._undo.append(h2.remove)
+        self._push_saved_hooks()
+        # each undo is queued as soon as its step is done: a failure halfway leaves nothing behind
+        self._undo.append(register_optimizer_step_pre_hook(self._step_pre_hook).remove)
+        self._undo.append(register_optimizer_step_post_hook(self._step_post_hook).remove)
         self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward, "backward"))
         self._patch(torch.autograd, "grad", self._wrap_backward(torch.autograd.grad, "grad"))
         self._patch(warnings, "showwarning", _showwarning_at_user_line(warnings.showwarning))
@@ -282,14 +298,43 @@ class GraphGuard:
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         old = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        new.__graphguard_guard__ = self
+        new.__graphguard_original__ = old
         setattr(owner, name, new)
 
         def undo() -> None:
-            # Restore only our own patch: a later patch by someone else is theirs to undo.
+            # Restore only our own patch: a later patch by someone else is theirs to undo (ours
+            # then passes through, since an exited guard is dormant).
             if owner.__dict__.get(name) is new:
-                setattr(owner, name, old)
+                setattr(owner, name, _skip_exited(old))
 
         self._undo.append(undo)
+
+    def _push_saved_hooks(self) -> None:
+        try:
+            torch._C._autograd._push_saved_tensors_default_hooks(self.rec.pack, self.rec.unpack)
+        except RuntimeError as err:
+            # inside torch.autograd.graph.disable_saved_tensors_hooks: watch without them
+            self._internal_error(err, "installing the saved-tensor hooks (in-place checks are off)")
+            return
+        self._undo.append(self._pop_saved_hooks)
+
+    def _pop_saved_hooks(self) -> None:
+        """Take our saved-tensor hooks off their stack, wherever they are, keeping the others in
+        order (a nested guard or the user's own hooks may have been pushed after ours and still be
+        active when we exit)."""
+        autograd = torch._C._autograd
+        above = []
+        while True:
+            top = autograd._top_saved_tensors_default_hooks(True)
+            if top is None:  # not there any more: put the others back
+                break
+            autograd._pop_saved_tensors_default_hooks()
+            if top[0] == self.rec.pack:
+                break
+            above.append(top)
+        for pack, unpack in reversed(above):
+            autograd._push_saved_tensors_default_hooks(pack, unpack)
 
     def _uninstall(self) -> None:
         errors = []
@@ -309,6 +354,19 @@ class GraphGuard:
                 return i
         return -1
 
+    def _inside_own_mode(self) -> bool:
+        """True while our mode's __torch_function__ runs (a backward or loss call seen by the mode).
+        torch pops a mode for the duration of its handler and pushes it back afterwards, so it is
+        missing from the stack now: pushing it here would leave it on the stack twice. Only called
+        when recording switches back on (rare), so walking the frames is cheap enough."""
+        code = type(self._mode).__torch_function__.__code__
+        f: Any = sys._getframe(1)
+        while f is not None:
+            if f.f_code is code and f.f_locals.get("self") is self._mode:
+                return True
+            f = f.f_back
+        return False
+
     def _remove_mode(self) -> None:
         """Take our mode off the function-mode stack, wherever it is, keeping the others."""
         i = self._mode_index()
@@ -327,7 +385,7 @@ class GraphGuard:
             return
         self.rec.recording = on
         if on:
-            if self._mode_index() < 0:
+            if self._mode_index() < 0 and not self._inside_own_mode():
                 torch._C._push_on_torch_function_stack(self._mode)
         else:
             n = torch._C._len_torch_function_stack()
