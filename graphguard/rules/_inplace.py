@@ -7,7 +7,8 @@ import linecache
 
 from ..records import Frame
 
-__all__ = ["describe_inplace", "written_name", "out_of_place", "is_inplace_flag_op", "line_stmt"]
+__all__ = ["describe_inplace", "written_name", "out_of_place", "is_inplace_flag_op", "flag_op_forms",
+           "line_stmt"]
 
 _AUG = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=",
         "__ifloordiv__": "//=", "__imod__": "%=", "__ipow__": "**=", "__iand__": "&=",
@@ -21,6 +22,23 @@ _FLAG_OPS = frozenset({"relu", "relu6", "leaky_relu", "elu", "celu", "selu", "si
                        "hardtanh", "hardswish", "hardsigmoid", "rrelu", "threshold", "_threshold",
                        "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
                        "feature_alpha_dropout"})
+
+
+_MODULES = {"relu": "ReLU", "relu6": "ReLU6", "leaky_relu": "LeakyReLU", "elu": "ELU", "celu": "CELU",
+            "selu": "SELU", "silu": "SiLU", "mish": "Mish", "hardtanh": "Hardtanh",
+            "hardswish": "Hardswish", "hardsigmoid": "Hardsigmoid", "rrelu": "RReLU",
+            "threshold": "Threshold", "dropout": "Dropout", "dropout1d": "Dropout1d",
+            "dropout2d": "Dropout2d", "dropout3d": "Dropout3d", "alpha_dropout": "AlphaDropout",
+            "feature_alpha_dropout": "FeatureAlphaDropout"}
+
+
+def flag_op_forms(op: str) -> str:
+    """The two ways to ask for an in-place activation: `nn.Dropout(..., inplace=True)` or
+    `F.dropout(..., inplace=True)`."""
+    fn = op.lstrip("_")
+    mod = _MODULES.get(fn)
+    forms = [f"nn.{mod}(..., inplace=True)"] if mod else []
+    return " or ".join(forms + [f"F.{fn}(..., inplace=True)"])
 
 
 def is_inplace_flag_op(op: str) -> bool:

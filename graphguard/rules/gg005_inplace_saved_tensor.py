@@ -12,7 +12,7 @@ from ..capture.snapshot import snapshot_from_scan
 from ..context import assigned_name
 from ..events import BackwardCall
 from ..records import Finding, Related, Site, Subject
-from ._inplace import describe_inplace, is_inplace_flag_op, out_of_place, written_name
+from ._inplace import describe_inplace, flag_op_forms, is_inplace_flag_op, out_of_place, written_name
 from .base import Rule, display
 
 __all__ = ["InplaceSavedTensor"]
@@ -104,8 +104,10 @@ class InplaceSavedTensor(Rule):
         bw = ctx.loc(event.site)
         saved_loc = ctx.loc(saved_site)
         mod_loc = ctx.loc(write.site) if write is not None else None
+        opt_name = _optimizer_name(ctx, param) if param is not None else None
         if write is not None and param is not None:
-            changed = f"the optimizer step at line {mod_loc.line} updated it in place"
+            step = f"`{opt_name}.step()`" if opt_name else "the optimizer step"
+            changed = f"{step} at line {mod_loc.line} updated it in place"
         elif write is not None:
             changed = (f"changed in place by {describe_inplace(write.op, write.site[0])} at line "
                        f"{mod_loc.line}")
@@ -120,7 +122,10 @@ class InplaceSavedTensor(Rule):
         if write is not None:
             related.append(Related("modified-at", name, write.op, mod_loc, write.iteration))
         related.append(Related("needed-by", None, "backward", bw, ctx.iteration))
-        fix = self._fix(name, write, param is not None, saved_op)
+        if param is not None:
+            fix = _step_fix(opt_name, saved_loc, mod_loc)
+        else:
+            fix = self._fix(name, write, saved_op)
         roles = {0: ["root"]}
         roles.setdefault(hit.index, []).append("modified")
         graph = snapshot_from_scan(event.scan, roles, {hit.index: name} if name else {},
@@ -154,12 +159,8 @@ class InplaceSavedTensor(Rule):
         return found.name if found else None
 
     @staticmethod
-    def _fix(name: str | None, write: InplaceRecord | None, optimizer: bool, saved_op: str) -> str:
+    def _fix(name: str | None, write: InplaceRecord | None, saved_op: str) -> str:
         who = name or "the tensor"
-        if optimizer:
-            return ("Run every backward that needs this forward before optimizer.step() (or call "
-                    "backward once on the summed losses); if the second loss must see the updated "
-                    "weights, run the forward again after the step")
         if write is None:
             return (f"Make the in-place op on {display(name)} after {saved_op} out of place (`+=`, "
                     "`[...] =`, `.clamp_()`, inplace=True), or clone before it; "
@@ -167,8 +168,9 @@ class InplaceSavedTensor(Rule):
         frame = write.site[0] if write.site else None
         op = write.op
         if is_inplace_flag_op(op):
-            return (f"Drop inplace=True from this {op.lstrip('_')} (nn module or F.{op.lstrip('_')}): "
-                    f"{saved_op} needs its unchanged output for the gradient")
+            line = f" at line {frame.line}" if frame is not None else ""
+            return (f"Drop inplace=True from the {op.lstrip('_')}{line} ({flag_op_forms(op)}): "
+                    f"{saved_op} needs its output unchanged for the gradient")
         alt = out_of_place(frame)
         if alt is not None:
             return f"Write it out of place, `{alt}`, so {saved_op} keeps the value it saved"
@@ -191,3 +193,21 @@ def _optimized_param(ctx: Any, packed: Packed) -> Any:
         if p._version == version and storage_key(p) == key:
             return p
     return None
+
+
+def _optimizer_name(ctx: Any, param: Any) -> str | None:
+    """The user's name for the optimizer that holds `param`."""
+    for name, opt in ctx.optimizers():
+        if any(p is param for g in opt.param_groups for p in g["params"]):
+            return name
+    return None
+
+
+def _step_fix(opt_name: str | None, saved_loc: Any, step_loc: Any) -> str:
+    """A forward reused after an optimizer step changed the weights it saved (a GAN's D output)."""
+    step = f"{opt_name}.step()" if opt_name else "optimizer.step()"
+    where = f" after line {step_loc.line}" if step_loc is not None else f" after {step}"
+    redo = (f"repeat `{saved_loc.code}` (line {saved_loc.line}){where}" if saved_loc and saved_loc.code
+            else f"run that forward again{where}")
+    return (f"Recompute the forward after the step: {redo}; or run every backward that needs the "
+            f"old forward before {step} (or one backward on the summed losses)")
