@@ -653,7 +653,8 @@ class GraphGuard:
         except Exception as err:  # a display must never break the notebook
             import html
 
-            return f"<pre>{html.escape(repr(self))}\n(display failed: {html.escape(repr(err))})</pre>"
+            return (f"<pre>GraphGuard: {len(self.findings)} finding(s) (display failed: "
+                    f"{html.escape(type(err).__name__)})</pre>")
 
     def summary(self) -> str:
         """The text report a person reads: every finding, worst first."""

@@ -101,7 +101,7 @@ class RetainGraphGrowth(Rule):
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"stale": len(a.members), "since": since, "growth": growth, "why": why,
                               "fix": fix, "name": display(name, "the tensor carried over")},
-                             related, graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}"))]
+                             related, graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}", ctx.creation))]
 
     def _growth(self, event: BackwardCall, iteration: int) -> str:
         """How the graph this backward line walks changed since its last retained call."""
