@@ -39,7 +39,8 @@ class StaleGraph(Rule):
 
     ## Known problems
     Only graph parts built while the guard was active carry a creation line; parts built before
-    the `with` are still detected but reported without the line that made them.
+    the `with` are still detected (reported without the line that made them) as long as the
+    backward that consumed them ran inside the guard.
     """
 
     code = "GG001"
