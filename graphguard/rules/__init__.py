@@ -19,6 +19,7 @@ from .gg104_copy_construct_detach import CopyConstructDetach
 from .gg012_non_scalar_loss import NonScalarLoss
 from .gg010_missing_zero_grad import MissingZeroGrad
 from .gg102_retain_graph_growth import RetainGraphGrowth
+from .gg011_unregistered_parameter import UnregisteredParameter
 from .gg901_internal_error import InternalError
 
 __all__ = ["ALL_RULES", "Rule", "rule_for_code", "check_codes", "selected", "DOC_HEADINGS"]
@@ -39,6 +40,7 @@ ALL_RULES: list[type[Rule]] = [
     NonScalarLoss,
     MissingZeroGrad,
     RetainGraphGrowth,
+    UnregisteredParameter,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}

@@ -1,0 +1,98 @@
+"""Where a tensor lives inside the user's modules: registered, a plain attribute, or a plain list.
+
+Looked up at report time only (never per op), through the modules visible in the user's frames.
+``names.py`` finds registered parameters and a top module's own tensor attributes; this also looks
+into submodules and into plain Python containers of modules, which ``nn.Module`` does not register
+(the reason their parameters are missing from ``model.parameters()``).
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import torch
+
+from ..records import Frame
+from .names import _candidates, live_user_frames
+
+__all__ = ["Owner", "find_owner", "MAX_MODULES"]
+
+MAX_MODULES = 2000  # modules looked into per search
+MAX_ITEMS = 64  # elements of one plain container looked into
+_HOW_RANK = {"registered": 0, "attribute": 1, "container": 2}
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A tensor found inside a module the user holds."""
+
+    path: str  # `model.head.weight`, `model.scale`, `model.blocks[0].weight`
+    how: str  # registered (an nn.Parameter in _parameters) | attribute | container
+    frame: Frame  # the frame whose variable is the root of the path
+    root: Any = field(default=None, compare=False, repr=False)  # the top module (drop soon)
+
+
+def _plain_attrs(m: torch.nn.Module) -> Iterator[tuple[str, Any]]:
+    for attr, v in list(vars(m).items()):
+        if attr.startswith("_") or isinstance(v, (torch.nn.Module, str, int, float, bool, type(None))):
+            continue
+        yield attr, v
+
+
+def _container_items(v: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(v, (list, tuple)):
+        for i, x in enumerate(v[:MAX_ITEMS]):
+            yield f"[{i}]", x
+    elif isinstance(v, dict):
+        for i, (k, x) in enumerate(v.items()):
+            if i >= MAX_ITEMS:
+                break
+            if isinstance(k, (str, int)):
+                yield f"[{k!r}]", x
+
+
+def _search(t: torch.Tensor, module: torch.nn.Module, prefix: str, budget: list[int],
+            in_container: bool) -> tuple[str, str] | None:
+    """(path, how) of `t` inside `module`, or None. `budget` counts modules left to look into."""
+    for pname, p in module.named_parameters():
+        if p is t:
+            return f"{prefix}.{pname}", "container" if in_container else "registered"
+    for mpath, m in module.named_modules():
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        base = f"{prefix}.{mpath}" if mpath else prefix
+        for attr, v in _plain_attrs(m):
+            if v is t:
+                return f"{base}.{attr}", "container" if in_container else "attribute"
+            for key, x in _container_items(v):
+                if x is t:
+                    return f"{base}.{attr}{key}", "container"
+                if isinstance(x, torch.nn.Module) and not in_container:
+                    found = _search(t, x, f"{base}.{attr}{key}", budget, True)
+                    if found:
+                        return found
+    return None
+
+
+def find_owner(t: torch.Tensor, frames: list[types.FrameType] | None = None) -> Owner | None:
+    """The best place `t` is found inside a module held by the user (registered first)."""
+    frames = frames if frames is not None else live_user_frames()
+    seen: set[int] = set()
+    best: Owner | None = None
+    budget = [MAX_MODULES]
+    for f in frames:
+        fr = Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        for name, value, _ in _candidates(f):
+            if not isinstance(value, torch.nn.Module) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            found = _search(t, value, name, budget, False)
+            if found and (best is None or _HOW_RANK[found[1]] < _HOW_RANK[best.how]):
+                best = Owner(found[0], found[1], fr, value)
+                if best.how == "registered":
+                    return best
+            if budget[0] < 0:
+                return best
+    return best

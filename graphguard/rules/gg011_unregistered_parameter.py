@@ -1,0 +1,316 @@
+"""GG011 unregistered-parameter: a trainable tensor gets gradients, but no optimizer holds it."""
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils.weak import WeakIdKeyDictionary
+
+from ..capture.graph import summarize
+from ..capture.names import find_name, find_objects, live_user_frames
+from ..capture.owners import find_owner
+from ..capture.sites import is_internal_file
+from ..capture.source import assignment_lines, called_names
+from ..context import assigned_name
+from ..events import (BackwardCall, GradRead, GuardExit, InplaceOp, ParamGroupAdded, StepCall)
+from ..records import Finding, Frame, Related, Site, SourceLoc, Subject
+from .base import Rule, display
+
+__all__ = ["UnregisteredParameter"]
+
+_GG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+MAX_SEARCHES = 64  # owner searches for plain tensors (Parameters are always looked up)
+MAX_GROUPS = 256
+
+
+@dataclass
+class _Group:
+    """The untrained leaves that enter the graph at one line (plain data: no tensor is kept)."""
+
+    name: str | None
+    kind: str  # parameter | module | tensor
+    how: str  # registered-late | attribute | container | standalone | unnamed
+    use: Site  # where they enter the graph (or the backward, when unrecorded)
+    backward: Site
+    iteration: int
+    summary: str
+    born: Site | None = None  # where the tensor was created / the layer initialised
+    names: list[str] = field(default_factory=list)
+    joined: set[int] = field(default_factory=set)  # iterations in which new leaves showed up
+    leaves: list[Any] = field(default_factory=list)  # weakrefs
+    used: bool = False  # a leaf's .grad was read by the user's code
+    reported: bool = False
+
+
+def _local_layer(use: Frame) -> tuple[str | None, SourceLoc | None]:
+    """A layer that lives only inside forward: the name the use line calls (`head(h)`) and the
+    line of that function that assigned it (`head = nn.Linear(16, 1)`)."""
+    called = called_names(use.file, use.line)
+    if len(called) != 1:
+        return None, None
+    lines = [n for n in assignment_lines(use.file, use.line, called[0]) if n <= use.line]
+    made = SourceLoc.from_frame(Frame(use.file, lines[-1], use.function)) if lines else None
+    return called[0], made
+
+
+def _read_by_user() -> bool:
+    """Whether the `.grad` read being dispatched comes from the user's own code (not from
+    clip_grad_norm_, an optimizer or other torch internals reading every parameter)."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_GG_DIR):
+        f = f.f_back
+    return f is not None and not is_internal_file(f.f_code.co_filename)
+
+
+class UnregisteredParameter(Rule):
+    """## What it does
+    Lists the leaves each backward reaches that no optimizer holds, and reports those meant to
+    be trained: an `nn.Parameter` (or a tensor with `requires_grad=True` stored on a module) of a
+    model the optimizer trains, that the optimizer was never given. Typical causes: a layer built
+    inside `forward` (new, untrained weights at every call), a tensor assigned to a module
+    without `nn.Parameter`, layers kept in a plain Python list instead of `nn.ModuleList`, or a
+    layer added (a head replaced) after the optimizer was built.
+
+    ## Why is this bad?
+    Backward computes their gradients, nothing applies them, and nothing crashes: that part of
+    the model stays at its random initial value while the rest trains around it.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = [nn.Linear(16, 16) for _ in range(3)]   # a plain list: not registered
+            self.out = nn.Linear(16, 1)
+    opt = torch.optim.Adam(Net().parameters())                 # holds only `out`
+    ```
+
+    ## Use instead
+    ```python
+            self.blocks = nn.ModuleList(nn.Linear(16, 16) for _ in range(3))
+    ```
+    Build layers in `__init__`, wrap tensors in `nn.Parameter`, and build the optimizer after the
+    model is complete (or `optimizer.add_param_group(...)` for parts added later).
+
+    ## Known problems
+    A part of the model left out of the optimizer on purpose while still requiring grad looks
+    like a forgotten one; graphguard stays quiet when that part already existed, registered,
+    when the optimizer was built, and on models none of whose parameters are trained. Leaves
+    whose `.grad` the user reads, or that are inputs of `torch.autograd.grad`, are not reported;
+    nor is anything when no optimizer is used at all.
+    """
+
+    code = "GG011"
+    slug = "unregistered-parameter"
+    severity = "error"
+    summary = "a trainable tensor gets gradients but no optimizer holds it"
+    template = ("{name} gets gradients from the backward at line {backward_line} but no optimizer "
+                "holds it{why}, so it never trains. {fix}")
+    events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit)
+
+    def __init__(self) -> None:
+        self.known: WeakIdKeyDictionary = WeakIdKeyDictionary()  # params present when an optimizer was built
+        self.optimizers: weakref.WeakSet = weakref.WeakSet()  # optimizers whose models were looked at
+        self.born: WeakIdKeyDictionary = WeakIdKeyDictionary()  # Parameter -> site of its first init write
+        self.checked: WeakIdKeyDictionary = WeakIdKeyDictionary()  # leaves judged not ours
+        self.cands: WeakIdKeyDictionary = WeakIdKeyDictionary()  # leaf -> _Group
+        self.groups: dict[tuple, _Group] = {}
+        self.searches = 0
+
+    def check(self, event: Any, ctx: Any) -> list[Finding] | None:
+        if isinstance(event, BackwardCall):
+            self._collect(event, ctx)
+        elif isinstance(event, GradRead):
+            g = self.cands.get(event.tensor) if isinstance(event.tensor, torch.Tensor) else None
+            if g is not None and not g.used and _read_by_user():
+                g.used = True
+        elif isinstance(event, InplaceOp):
+            self._note_birth(event, ctx)
+        elif isinstance(event, ParamGroupAdded):
+            self._note_models(event.optimizer)
+        elif isinstance(event, StepCall):
+            self._note_models(event.optimizer)
+            return self._judge(ctx, before=ctx.iteration)
+        elif isinstance(event, GuardExit):
+            return self._judge(ctx, before=None)
+        return None
+
+    # ---- what existed when an optimizer was built ------------------------------------------------
+    def _note_models(self, opt: Any) -> None:
+        """Parameters registered in the user's modules when an optimizer is first seen: leaving
+        one of those out of it is a choice (freezing by omission), not this bug."""
+        if opt in self.optimizers:
+            return
+        self.optimizers.add(opt)
+        for _, module in find_objects(torch.nn.Module, live_user_frames()):
+            for p in module.parameters():
+                self.known[p] = True
+
+    def _note_birth(self, event: InplaceOp, ctx: Any) -> None:
+        # nn.Linear & co. initialise their new Parameters in place under no_grad: the first such
+        # write tells where a layer was built (PyTorch's Parameter() itself is invisible to us).
+        t = event.target
+        if event.grad_enabled or ctx.rec.in_step or not isinstance(t, torch.nn.Parameter):
+            return
+        if t not in self.born:
+            self.born[t] = event.site
+
+    # ---- collecting at each backward ------------------------------------------------------------
+    def _collect(self, event: BackwardCall, ctx: Any) -> None:
+        if event.api == "grad" or event.inputs or event.scan is None:
+            return  # autograd.grad fills no .grad; backward(inputs=...) chose its leaves
+        optimized, checked, cands = ctx.rec.optimized, self.checked, self.cands
+        new = [v for v in event.scan.leaves if v not in optimized and v not in checked and v not in cands]
+        if not new:
+            return  # the steady state: every leaf already judged
+        found = []
+        for v in new:
+            verdict = self._owner_of(v, ctx)
+            if verdict is None:
+                checked[v] = True  # not a trainable tensor of a trained model: not ours
+            else:
+                found.append((v, verdict))
+        if found:
+            sites = self._use_sites(event, {id(v) for v, _ in found})
+            for v, (how, name) in found:
+                self._add(v, how, name, event, ctx, sites.get(id(v)))
+
+    def _owner_of(self, v: torch.Tensor, ctx: Any) -> tuple[str, str | None] | None:
+        """(how, name) when `v` is meant to be trained but sits outside every optimizer."""
+        if v in self.known or v._backward_hooks or getattr(v, "_post_accumulate_grad_hooks", None):
+            return None  # present when the optimizer was built (left out on purpose), or hooked
+        is_param = isinstance(v, torch.nn.Parameter)
+        if not is_param:
+            rec = ctx.rec.leaves.get(v)
+            if rec is not None and rec.stats.used or self.searches >= MAX_SEARCHES:
+                return None
+            self.searches += 1  # plain tensors are many (inputs with requires_grad_): bounded
+        owner = find_owner(v)
+        if owner is not None:
+            # a model none of whose parameters is trained (a teacher, a frozen encoder) is not ours
+            if not any(p in ctx.rec.optimized for p in owner.root.parameters()):
+                return None
+            return ("registered-late" if owner.how == "registered" else owner.how), owner.path
+        if not is_param:
+            return None  # a plain tensor outside any module: GG103's business, not ours
+        hit = find_name(lambda x: x is v)
+        return ("standalone", hit.name) if hit else ("unnamed", None)
+
+    @staticmethod
+    def _use_sites(event: BackwardCall, ids: set[int]) -> dict[int, Site]:
+        """For each leaf in `ids`, the site of the op that consumed it (its AccumulateGrad's parent)."""
+        out: dict[int, Site] = {}
+        scan = event.scan
+        for i, node in enumerate(scan.nodes):
+            var = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+            if var is None or id(var) not in ids:
+                continue
+            # climb to the first op the user called: the weight of F.linear hangs off a transpose
+            # node made inside that op, which carries no stamp of its own
+            p = scan.walk.parent[i]
+            while p >= 0 and scan.stamps[p] is None:
+                p = scan.walk.parent[p]
+            st = scan.stamps[p] if p >= 0 else None
+            if st is not None and st.site:
+                out[id(var)] = st.site
+        return out
+
+    def _add(self, v: torch.Tensor, how: str, name: str | None, event: BackwardCall, ctx: Any,
+             use: Site | None) -> None:
+        key = ((use[0].file, use[0].line) if use else None, name if use is None else None)
+        g = self.groups.get(key)
+        rec = ctx.rec.leaves.get(v)
+        if g is None:
+            if len(self.groups) >= MAX_GROUPS:
+                return
+            born = self.born.get(v) or (rec.site if rec is not None else None)
+            kind = "parameter" if isinstance(v, torch.nn.Parameter) else "tensor"
+            g = self.groups[key] = _Group(name, kind, how, use or event.site, event.site,
+                                          ctx.iteration, summarize(v), born)
+        if rec is not None:
+            # its gradient is meant for an optimizer: one finding (this one), not also GG103's
+            # "needless requires_grad", whose fix would be the opposite
+            rec.stats.used = True
+        if name and name not in g.names:
+            g.names.append(name)
+        g.joined.add(ctx.iteration)
+        g.leaves.append(weakref.ref(v))
+        self.cands[v] = g
+
+    # ---- judging ---------------------------------------------------------------------------------
+    def _judge(self, ctx: Any, before: int | None) -> list[Finding] | None:
+        if not self.groups or not len(ctx.rec.optimized):
+            return None  # no optimizer at all: a manual loop applies gradients itself
+        out = []
+        for g in self.groups.values():
+            if g.reported or (before is not None and g.iteration >= before):
+                continue  # give the user the rest of the iteration to read .grad
+            alive = [v for v in (r() for r in g.leaves) if v is not None]
+            if g.used or any(v in ctx.rec.optimized for v in alive):
+                g.reported = True  # read by the user, or handed to an optimizer since
+                continue
+            g.reported = True
+            out.append(self._finding(ctx, g))
+        return out
+
+    def _finding(self, ctx: Any, g: _Group) -> Finding:
+        name, kind = self._subject_name(g)
+        g.kind = kind
+        born = ctx.loc(g.born)
+        if name is None and g.born:
+            name = assigned_name(g.born[0])
+        if name is None and g.use:
+            name, made = _local_layer(g.use[0])
+            born = born or made
+        subject = Subject(name, kind, g.summary, born, g.iteration)
+        why, fix = self._explain(g, name, ctx)
+        backward = ctx.loc(g.backward)
+        related = [Related("reached-by", None, "backward", backward, g.iteration)]
+        return self.finding(ctx, subject, ctx.loc(g.use), fix,
+                            {"backward_line": backward.line if backward else "?", "why": why,
+                             "fix": fix, "name": display(name, "A trainable tensor")}, related)
+
+    @staticmethod
+    def _subject_name(g: _Group) -> tuple[str | None, str]:
+        """One leaf: its name. Several of one module (`weight` and `bias`): the module."""
+        if len(g.names) == 1:
+            return g.names[0], g.kind
+        if not g.names:
+            return None, "module" if len(g.leaves) > 1 else g.kind
+        common = os.path.commonprefix(g.names)
+        cut = max(common.rfind("."), common.rfind("["))
+        if cut > 0:
+            return common[:cut], "module"
+        return g.names[0], g.kind
+
+    @staticmethod
+    def _explain(g: _Group, name: str | None, ctx: Any) -> tuple[str, str]:
+        opts = ctx.optimizers()
+        opt = opts[0][0] if opts else "optimizer"
+        what = name or "it"
+        fresh = len(g.joined) > 1
+        if fresh or g.how == "unnamed":
+            n = len(g.joined)
+            return ((f" (it is built anew at every call: new weights in {n} iterations so far)" if fresh
+                     else " (it is built while the model runs, after the optimizer)"),
+                    "build the layer once in __init__ (self.layer = nn.Linear(...)) and call it in "
+                    "forward, so model.parameters() includes it")
+        if g.how == "attribute":
+            attr = what.rsplit(".", 1)[-1]
+            return (" (a plain tensor attribute, not an nn.Parameter, so model.parameters() skips it)",
+                    f"wrap it where the module assigns it: self.{attr} = nn.Parameter(...)")
+        if g.how == "container":
+            return (" (its layer sits in a plain Python list/dict, which nn.Module does not register)",
+                    "hold the layers in nn.ModuleList / nn.ModuleDict (or nn.ParameterList)")
+        if g.how == "standalone":
+            return ("", f"pass it to the optimizer too: {opt}.add_param_group({{'params': [{what}]}}), "
+                        "or list it when building the optimizer")
+        params = f"{what}.parameters()" if g.kind == "module" else f"[{what}]"
+        return (" (added to the model after the optimizer was built)",
+                f"build the optimizer after the model is complete, or "
+                f"{opt}.add_param_group({{'params': {params}}})")
+
