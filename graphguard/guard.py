@@ -115,6 +115,43 @@ def _skip_exited(fn: Any) -> Any:
         fn = fn.__graphguard_original__
 
 
+def _hidden_from_dynamo(fn: F) -> F:
+    """Make torch.compile run `fn` eagerly instead of tracing it. A compiled training step calls
+    backward and optimizer.step, so Dynamo would trace graphguard's bookkeeping: it breaks the
+    graph at sys._getframe and can replay side effects, counting a backward or a step twice.
+    torch._disable_dynamo imports Dynamo lazily, at the first call (optimizer.zero_grad already
+    does the same)."""
+    disable = getattr(torch, "_disable_dynamo", None)
+    return disable(fn) if disable is not None else fn
+
+
+_DYNAMO_SKIPS_ADDED = False
+
+
+def _keep_dynamo_out() -> None:
+    """Tell torch.compile never to compile graphguard's own frames. Eager code that a compiled
+    function falls back to after a graph break runs under Dynamo's frame hook, which would
+    otherwise compile the recorder's and the rules' functions too (graph breaks at sys._getframe,
+    recompilations, warnings). The mode stays traceable: Dynamo inlines active modes, and the mode
+    steps aside while compiling (capture/mode.py). Done once, when Dynamo is loaded: graphguard
+    never imports it (seconds) on its own."""
+    global _DYNAMO_SKIPS_ADDED
+    if _DYNAMO_SKIPS_ADDED or "torch._dynamo" not in sys.modules:
+        return
+    _DYNAMO_SKIPS_ADDED = True
+    try:
+        from torch._dynamo import trace_rules
+
+        for name, mod in list(sys.modules.items()):
+            path = getattr(mod, "__file__", None) or ""
+            # packages would add their whole directory, mode.py included: modules only
+            if (name.startswith("graphguard.") and name != "graphguard.capture.mode"
+                    and path.endswith(".py") and not path.endswith("__init__.py")):
+                trace_rules.add(name)
+    except Exception:  # an older or newer Dynamo without trace_rules.add: compile still works
+        pass
+
+
 def _as_list(x: Any) -> list[Any]:
     if x is None:
         return []
@@ -284,6 +321,7 @@ class GraphGuard:
             raise AssertionError(describe_missing(exp, self.findings[before:]))
 
     def _install(self) -> None:
+        _keep_dynamo_out()
         torch._C._push_on_torch_function_stack(self._mode)
         self._undo.append(self._remove_mode)
         self._push_saved_hooks()
@@ -411,10 +449,13 @@ class GraphGuard:
         """True in a thread other than the guard's, or in a forked child: not ours to watch."""
         return self._dormant or threading.get_ident() != self._owner
 
+    @_hidden_from_dynamo
     def _backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        if self._in_backward or self.rec.busy or self._foreign():
+        if self._in_backward or self.rec.busy or self._foreign() or torch.compiler.is_compiling():
+            # (compiling: AOTAutograd tracing a compiled region's backward, not the user's)
             return orig(*args, **kwargs)
         call = None
+        _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
         self.rec.busy = True
         try:
             call = self._prepare_backward(api, orig, args, kwargs)
@@ -506,6 +547,7 @@ class GraphGuard:
 
         return add_param_group
 
+    @_hidden_from_dynamo
     def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
         if self.rec.busy or self._foreign():
             return
@@ -523,6 +565,7 @@ class GraphGuard:
             self._dispatch(event)
         self.rec.in_step = True
 
+    @_hidden_from_dynamo
     def _step_post_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
         if self._foreign():
             return
