@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch.overrides import TorchFunctionMode
 
 from .ops import BACKWARD_FUNCS
 from .recorder import Recorder
 
 __all__ = ["GuardMode"]
+
+_is_compiling = torch.compiler.is_compiling
 
 
 class GuardMode(TorchFunctionMode):
@@ -19,6 +22,11 @@ class GuardMode(TorchFunctionMode):
         self.rec = recorder
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        if _is_compiling():
+            # torch.compile is tracing this call (Dynamo inlines active modes): stay out of the
+            # graph, or Dynamo would trace the recorder and break the graph at every op. Ops in
+            # compiled code are not seen; rule GG902 says so when their graph reaches a backward.
+            return func(*args, **(kwargs or {}))
         if kwargs is None:
             kwargs = {}
         rec = self.rec
