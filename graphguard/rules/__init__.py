@@ -21,6 +21,7 @@ from .gg010_missing_zero_grad import MissingZeroGrad
 from .gg102_retain_graph_growth import RetainGraphGrowth
 from .gg011_unregistered_parameter import UnregisteredParameter
 from .gg901_internal_error import InternalError
+from .gg902_compiled_code import CompiledCode
 
 __all__ = ["ALL_RULES", "Rule", "rule_for_code", "check_codes", "selected", "DOC_HEADINGS"]
 
@@ -41,6 +42,7 @@ ALL_RULES: list[type[Rule]] = [
     MissingZeroGrad,
     RetainGraphGrowth,
     UnregisteredParameter,
+    CompiledCode,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}
