@@ -97,7 +97,10 @@ def _showwarning_at_user_line(orig: Callable[..., Any]) -> Callable[..., Any]:
 
     def showwarning(message: Any, category: Any, filename: str, lineno: int, *args: Any, **kw: Any) -> Any:
         if filename.startswith(own):
-            site = user_site(1, 1)
+            try:
+                site = user_site(1, 1)
+            except Exception:  # showing the warning where it was raised is good enough
+                site = ()
             if site:
                 filename, lineno = site[0].file, site[0].line
         return orig(message, category, filename, lineno, *args, **kw)
@@ -570,7 +573,10 @@ class GraphGuard:
         if self._foreign():
             return
         self.rec.in_step = False
-        self._end_iteration(opt)
+        try:
+            self._end_iteration(opt)
+        except Exception as err:  # raised here it would come out of the user's optimizer.step()
+            self._internal_error(err, "ending an iteration")
 
     def _end_iteration(self, opt: Any, by_backward: bool = False) -> None:
         self.iteration += 1
@@ -604,7 +610,12 @@ class GraphGuard:
         finally:
             self.rec.busy = busy
         if new:
-            self._emit(new, raising)
+            try:
+                self._emit(new, raising)
+            except self.passthrough_errors:
+                raise
+            except Exception as err:
+                self._internal_error(err, "reporting a finding")
 
     def _emit(self, new: list[Finding], raising: bool = True) -> None:
         errors = []
@@ -623,9 +634,20 @@ class GraphGuard:
                 # details (creation lines, cuts) need full recording: switch it back on
                 self.set_recording(True)
         if errors:
-            from .report.text import render_findings
+            raise GraphMisuseError(self._render(errors), errors)
 
-            raise GraphMisuseError(render_findings(errors), errors)
+    def _render(self, fs: list[Finding]) -> str:
+        """The findings' text; if wording them fails, their codes and places, so that an error
+        finding is still raised before PyTorch's crash."""
+        from .report.text import render_findings
+
+        try:
+            return render_findings(fs)
+        except Exception as err:
+            self._internal_error(err, "wording a finding")
+            return "\n".join(f"{f.code} {f.slug} [{f.severity}] at "
+                             f"{f.location.file if f.location else '?'}:"
+                             f"{f.location.line if f.location else '?'}" for f in fs)
 
     def _catch_expected(self, f: Finding) -> bool:
         """Hand ``f`` to the innermost expect() block waiting for its code, if any."""
@@ -637,17 +659,23 @@ class GraphGuard:
         return False
 
     def _warn(self, f: Finding) -> None:
-        from .report.text import render_findings
-
-        warnings.warn(GraphGuardWarning(render_findings([f])), stacklevel=_user_stacklevel())
+        warnings.warn(GraphGuardWarning(self._render([f])), stacklevel=_user_stacklevel())
 
     def _internal_error(self, err: BaseException, doing: str) -> None:
-        """A failure inside graphguard: record GG901 and let the user's program go on."""
-        tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-        site = user_site(1)
-        f = Finding("GG901", "internal-error", "warning",
-                    {"doing": doing, "error": f"{type(err).__name__}: {err}"},
-                    Subject(None, kind="graphguard"), SourceLoc.from_frame(site[0]) if site else None,
+        """A failure inside graphguard: record GG901 and let the user's program go on. Never
+        raises: the failure being reported may be in what this uses (frames, source lines)."""
+        try:
+            tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+            error = f"{type(err).__name__}: {err}"
+        except Exception:  # an exception whose str() fails
+            tb, error = "", type(err).__name__
+        try:
+            site = user_site(1)
+            loc = SourceLoc.from_frame(site[0]) if site else None
+        except Exception:
+            loc = None
+        f = Finding("GG901", "internal-error", "warning", {"doing": doing, "error": error},
+                    Subject(None, kind="graphguard"), loc,
                     self.iteration, True, "please report this with the traceback in the JSON report",
                     details={"traceback": tb})
         if f.key() + (doing,) in self._seen:

@@ -242,12 +242,17 @@ class Recorder:
 
     # ---- saved-tensor hooks (GG005) -----------------------------------------------------------
     def pack(self, t: torch.Tensor) -> Packed:
-        if self.recording and not self.busy:
-            p = Packed(t.detach(), t._version, self._cur_op, self.site())
-        else:
-            p = Packed(t.detach(), t._version, "", ())
-        self.packs.add(p)
-        return p
+        try:
+            if self.recording and not self.busy:
+                p = Packed(t.detach(), t._version, self._cur_op, self.site())
+            else:
+                p = Packed(t.detach(), t._version, "", ())
+            self.packs.add(p)
+            return p
+        except Exception as exc:
+            # Raised here it would fail the user's forward op. Keep the version check at least.
+            self.guard._internal_error(exc, "saving a tensor for backward")
+            return Packed(t.detach(), t._version, "", ())
 
     @staticmethod
     def unpack(p: Packed) -> torch.Tensor:
