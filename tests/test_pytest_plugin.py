@@ -444,3 +444,29 @@ def test_codes_parse_lists_and_comma_strings() -> None:
     assert _codes(None) == ()
     with pytest.raises(GraphGuardUsageError):
         _codes("E501")
+
+
+@pytest.mark.slow
+def test_demo_project_fails_only_the_test_that_hits_the_bug(pytester: pytest.Pytester) -> None:
+    demo = Path(__file__).resolve().parent.parent / "examples" / "pytest_demo"
+    for src in demo.rglob("*"):
+        if src.is_file() and "__pycache__" not in src.parts and "graphguard-report" not in src.parts:
+            dst = pytester.path / src.relative_to(demo)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(src.read_bytes())
+    plain = pytester.runpytest_subprocess()
+    plain.assert_outcomes(passed=5)
+    step = line_containing(demo / "denoise" / "train.py", "opt.step()")
+    cut = line_containing(demo / "denoise" / "model.py", "gate = (self.gate_logit > 0)")
+    guarded = pytester.runpytest_subprocess("--graphguard", "--graphguard-no-diagrams")
+    guarded.assert_outcomes(passed=4, failed=1)
+    guarded.stdout.fnmatch_lines([
+        "*_ test_gated_model_learns _*",
+        f"  GG008 param-without-grad * model.gate_logit at denoise/train.py:{step} (in the test)",
+        "*- graphguard call -*",
+        f"  cut-by * denoise/model.py:{cut} *",
+    ])
+
+
+def line_containing(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
