@@ -59,7 +59,7 @@ class Settings:
 
 
 @dataclass
-class TestGuard:
+class GuardedTest:
     """The guard of the test running in this process, and what is still to be reported."""
 
     nodeid: str
@@ -88,8 +88,8 @@ class SessionLog:
 
 settings_key = pytest.StashKey[Settings]()
 session_key = pytest.StashKey[SessionLog]()
-current_key = pytest.StashKey[TestGuard]()  # config-level: fixtures of wider scope see it too
-state_key = pytest.StashKey[TestGuard]()  # item-level: kept until the teardown report is made
+current_key = pytest.StashKey[GuardedTest]()  # config-level: fixtures of wider scope see it too
+state_key = pytest.StashKey[GuardedTest]()  # item-level: kept until the teardown report is made
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -236,7 +236,7 @@ def _start(item: pytest.Item) -> str | None:
         guard = GraphGuard(mode="collect", select=select, ignore=ignore)
     except GraphGuardUsageError as err:
         return f"graphguard: {err}"
-    state = TestGuard(item.nodeid, guard, fail_on)
+    state = GuardedTest(item.nodeid, guard, fail_on)
     guard.__enter__()
     item.stash[state_key] = state
     item.config.stash[current_key] = state
@@ -278,13 +278,13 @@ def _phase(item: pytest.Item, when: str) -> Generator[None, object, object]:
     except BaseException as err:
         if when == "call" and isinstance(err, Exception):
             state.error = err  # GuardExit rules may explain the test's own error
-        _judge(item, state, _take(item, state, when), raised=True)
+        _judge(item, state, when, _take(item, state, when), raised=True)
         raise
-    _judge(item, state, _take(item, state, when), raised=False)
+    _judge(item, state, when, _take(item, state, when), raised=False)
     return result
 
 
-def _finish(item: pytest.Item, state: TestGuard, raised: bool) -> None:
+def _finish(item: pytest.Item, state: GuardedTest, raised: bool) -> None:
     """End of teardown: close the guard (its exit rules run now) and judge teardown and exit."""
     hits = _take(item, state, "teardown")
     guard, state.guard = state.guard, None
@@ -297,7 +297,7 @@ def _finish(item: pytest.Item, state: TestGuard, raised: bool) -> None:
             del item.config.stash[current_key]
     hits += _take(item, state, "exit", guard)
     state.run = {"iterations": guard.iteration, "backward_calls": guard.backward_calls}
-    _judge(item, state, hits, raised=raised, when="teardown")
+    _judge(item, state, "teardown", hits, raised=raised)
 
 
 # ---- what a phase found ---------------------------------------------------------------------------
@@ -310,7 +310,7 @@ class Hit:
     fixture: str | None
 
 
-def _take(item: pytest.Item, state: TestGuard, phase: str, guard: GraphGuard | None = None) -> list[Hit]:
+def _take(item: pytest.Item, state: GuardedTest, phase: str, guard: GraphGuard | None = None) -> list[Hit]:
     """The findings emitted since the last call, without those an expect() block caught."""
     guard = guard or state.guard
     assert guard is not None
@@ -345,20 +345,19 @@ def _fixture_by_line(item: pytest.Item, f: Finding) -> str | None:
     return None
 
 
-def _judge(item: pytest.Item, state: TestGuard, hits: list[Hit], raised: bool,
-           when: str | None = None) -> None:
-    """Attach the phase's findings to its report; fail the phase if one reaches fail-on."""
-    when = when or (hits[0].phase if hits else "")
+def _judge(item: pytest.Item, state: GuardedTest, when: str, hits: list[Hit], raised: bool) -> None:
+    """Keep the phase's findings for its report; fail the phase if one reaches fail-on."""
     if not hits:
         return
     level = _LEVELS[state.fail_on]
-    failing = [h for h in hits if _LEVELS.get(h.finding.severity, 0) >= level]
+    fails = [_LEVELS.get(h.finding.severity, 0) >= level for h in hits]
+    failing = [h for h, bad in zip(hits, fails) if bad]
     settings = item.config.stash[settings_key]
     notes = []
     if failing and settings.diagrams:
         notes = _write_diagrams([h.finding for h in failing], settings, item.nodeid)
     props = [dict(h.finding.to_dict(), test=item.nodeid, phase=h.phase, fixture=h.fixture,
-                  fails_test=h in failing) for h in hits]
+                  fails_test=bad) for h, bad in zip(hits, fails)]
     state.shown[when] = (_section(hits) + "".join(f"graphguard: {n}\n" for n in notes), props)
     if failing:
         state.failed = True

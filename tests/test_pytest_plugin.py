@@ -228,6 +228,11 @@ MARKS = textwrap.dedent('''
     def test_fixture_findings(graphguard):
         copy_construct()
         assert [f.code for f in graphguard.findings] == ["GG104"]
+
+
+    @pytest.mark.graphguard(enabled=False)
+    def test_fixture_but_guard_turned_off(graphguard):
+        pass
 ''').strip() + "\n"
 
 
@@ -337,17 +342,19 @@ def test_marker_and_fixture_without_the_flag(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--strict-markers", "--junitxml=junit.xml",
                                            "--graphguard-no-diagrams")
     # guard off by default: only the test PyTorch itself crashes on fails in the project
-    result.assert_outcomes(passed=13, failed=4, errors=1)
+    result.assert_outcomes(passed=13, failed=4, errors=2)
     result.stdout.fnmatch_lines_random([
         "FAILED test_project.py::test_stale_reference - RuntimeError*",
         "FAILED test_marks.py::test_marked_misuse - Failed: graphguard*",
         "FAILED test_marks.py::test_marked_fail_on_warning - Failed: graphguard*",
         "FAILED test_marks.py::test_fixture_expect_missing - AssertionError*",
         "ERROR test_marks.py::test_marked_unknown_code - Failed*",
+        "ERROR test_marks.py::test_fixture_but_guard_turned_off - Failed*",
     ])
     result.stdout.fnmatch_lines_random([
         "E *AssertionError: expected a graphguard finding GG001 in this block; it produced only: GG008 w*",
         "graphguard: unknown rule code 'GG777'*",
+        "graphguard fixture: the guard is off for this test*",
     ])
     found = junit_findings(pytester.path / "junit.xml")
     assert {f for f in found if f[0].startswith("test_stale")} == set()  # the guard was off
