@@ -141,7 +141,8 @@ def _cmd_run(args: Any) -> int:
     _write_outputs(guard, args, target, status, exc)
     findings = guard.findings
     sys.stderr.write(render_findings(findings))
-    sys.stderr.write(render_summary_line(findings) + "\n")
+    rank = _rank()  # ranks write to one terminal: say whose summary this is
+    sys.stderr.write((f"[rank {rank}] " if rank is not None else "") + render_summary_line(findings) + "\n")
     if script_rc:
         return script_rc
     level = _FAIL_LEVELS[args.fail_on]
@@ -160,26 +161,58 @@ def _print_user_traceback(e: BaseException) -> None:
     sys.stderr.write("".join(traceback.format_exception_only(type(e), e)))
 
 
+def _rank() -> str | None:
+    """This process's rank when it is one of several launched together (torchrun sets RANK and
+    WORLD_SIZE), else None."""
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    try:
+        return rank if rank is not None and world is not None and int(world) > 1 else None
+    except ValueError:
+        return None
+
+
+def _per_rank(path: str, rank: str | None, is_dir: bool = False) -> str:
+    """Give each rank its own output, or the ranks overwrite one another: `r.json` becomes
+    `r.rank0.json`, a report directory gets a `rank0/` subdirectory."""
+    if rank is None:
+        return path
+    if is_dir:
+        return os.path.join(path, f"rank{rank}")
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.rank{rank}{ext}"
+
+
+def _dump_json(report: dict[str, Any], path: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=2)
+
+
 def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None) -> None:
     """JSON, HTML and diagrams; a failure here is reported, never raised over the user's result."""
+    rank = _rank()
+    report_dir = _per_rank(args.report_dir, rank, is_dir=True)
+    json_path = _per_rank(args.json, rank) if args.json else None
+    if json_path and not args.no_diagrams:
+        # JSON first, without diagram paths: rendering may take seconds, and a launcher stops
+        # the other ranks as soon as one fails (torchrun: SIGTERM within 0.1 s).
+        _dump_json(guard.report(target=target, status=status, exception=exc), json_path)
     try:
         if not args.no_diagrams:
             from .report.diagrams import write_diagrams
 
-            write_diagrams(guard.findings, args.report_dir)
+            write_diagrams(guard.findings, report_dir)
     except ImportError:
         pass
     except Exception as err:  # diagrams are a bonus: never fail the run for them
         print(f"graphguard: diagrams skipped ({type(err).__name__}: {err})", file=sys.stderr)
     report = guard.report(target=target, status=status, exception=exc)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2)
+    if json_path:
+        _dump_json(report, json_path)
     try:
         from .report.html import write_html
 
-        path = write_html(report, args.report_dir)
+        path = write_html(report, report_dir)
         if path:
             print(f"graphguard: report {path}", file=sys.stderr)
     except ImportError:
