@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import warnings
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,7 +214,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if section:
         rep.sections.append((f"graphguard {call.when}", section))
     for p in props:
-        entry = (_PROPERTY, json.dumps(p))
+        entry = (_PROPERTY, json.dumps(p, default=str))
         rep.user_properties.append(entry)  # the report holds a copy of the item's list
         item.user_properties.append(entry)  # later phases' reports (JUnit reads teardown's)
     if call.when == "teardown":
@@ -366,13 +367,13 @@ def _judge(item: pytest.Item, state: GuardedTest, when: str, hits: list[Hit], ra
 
 
 def _where(h: Hit) -> str:
-    fixture = f" of fixture '{h.fixture}'" if h.fixture else ""
-    if h.phase == "exit":
-        return "at the end of the test (when the guard closed)" + (f", in fixture '{h.fixture}'"
-                                                                   if h.fixture else "")
-    if h.phase == "call":
-        return "in the test" + (f", in fixture '{h.fixture}'" if h.fixture else "")
-    return f"in {h.phase}{fixture}"
+    """Where a finding showed, in words: "in setup of fixture 'model'", "in the test"."""
+    place = {"call": "in the test", "exit": "at the end of the test (when the guard closed)"}
+    text = place.get(h.phase, f"in {h.phase}")
+    if h.fixture:
+        text += f" of fixture '{h.fixture}'" if h.phase in ("setup", "teardown") else \
+            f", in fixture '{h.fixture}'"
+    return text
 
 
 def _section(hits: list[Hit]) -> str:
@@ -407,8 +408,11 @@ def _write_diagrams(findings: list[Finding], settings: Settings, nodeid: str) ->
     base = settings.report_dir or settings.invocation_dir / _DEFAULT_REPORT_DIR
     folder = base / "tests" / re.sub(r"[^\w.-]+", "_", nodeid).strip("_")[:150]
     try:
-        # quiet: this runs outside pytest's output capture; notes go to the section instead
-        return list(write_diagrams(findings, str(folder), quiet=True) or [])
+        # quiet: this runs outside pytest's output capture; notes go to the section instead.
+        # Warnings of the drawing libraries are ours, not the test's (-W error must not trip).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return list(write_diagrams(findings, str(folder), quiet=True) or [])
     except Exception as err:  # a diagram is a bonus: never fail or break a test for it
         return [f"diagrams skipped ({type(err).__name__}: {err})"]
 
