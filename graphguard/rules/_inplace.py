@@ -3,12 +3,14 @@ out-of-place way to write it. Reads source lines only, never tensors."""
 from __future__ import annotations
 
 import ast
+import io
 import linecache
+import tokenize
 
 from ..records import Frame
 
 __all__ = ["describe_inplace", "written_name", "out_of_place", "is_inplace_flag_op", "flag_op_forms",
-           "line_stmt"]
+           "line_stmt", "line_code"]
 
 _AUG = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=",
         "__ifloordiv__": "//=", "__imod__": "%=", "__ipow__": "**=", "__iand__": "&=",
@@ -81,6 +83,20 @@ def line_stmt(frame: Frame | None) -> ast.stmt | None:
     except SyntaxError:
         return None
     return tree.body[0] if len(tree.body) == 1 else None
+
+
+def line_code(frame: Frame | None) -> str:
+    """A user line as written, without its trailing comment."""
+    if frame is None:
+        return ""
+    text = linecache.getline(frame.file, frame.line).strip()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                return text[:tok.start[1]].rstrip()
+    except (tokenize.TokenError, SyntaxError):  # a line of a longer statement
+        pass
+    return text
 
 
 def _base_name(node: ast.expr) -> str | None:

@@ -12,7 +12,8 @@ from ..capture.snapshot import snapshot_from_scan
 from ..context import assigned_name
 from ..events import BackwardCall
 from ..records import Finding, Related, Site, Subject
-from ._inplace import describe_inplace, flag_op_forms, is_inplace_flag_op, out_of_place, written_name
+from ._inplace import (describe_inplace, flag_op_forms, is_inplace_flag_op, line_code, out_of_place,
+                       written_name)
 from .base import Rule, display
 
 __all__ = ["InplaceSavedTensor"]
@@ -104,26 +105,28 @@ class InplaceSavedTensor(Rule):
         bw = ctx.loc(event.site)
         saved_loc = ctx.loc(saved_site)
         mod_loc = ctx.loc(write.site) if write is not None else None
-        opt_name = _optimizer_name(ctx, param) if param is not None else None
-        if write is not None and param is not None:
-            step = f"`{opt_name}.step()`" if opt_name else "the optimizer step"
-            changed = f"{step} at line {mod_loc.line} updated it in place"
-        elif write is not None:
-            changed = (f"changed in place by {describe_inplace(write.op, write.site[0])} at line "
-                       f"{mod_loc.line}")
-        else:
-            changed = ("changed in place by a line the guard was not recording (it was saved at "
-                       f"version {packed.version} and is now at version {packed.tensor._version})")
-        others = [self._other_name(ctx, h) for h, _ in group[1:]]
-        if any(others):
-            changed += " (with " + ", ".join(f"`{o}`" for o in others if o) + ")"
+        # An optimizer's own writes are recorded at the user's `.step()` line (GradScaler too).
+        by_step = param is not None and mod_loc is not None and ".step(" in mod_loc.code
+        opt_name = _optimizer_name(ctx, param) if by_step else None
+        changed = _changed_words(packed, write, mod_loc, by_step, opt_name)
+        others = []  # other tensors the same line changed (a step updates several weights)
+        for h, _ in group[1:]:
+            other = self._other_name(ctx, h)
+            if other and other != name and other not in others:
+                others.append(other)
+        if others:
+            changed += " (with " + ", ".join(f"`{o}`" for o in others) + ")"
         related = [Related("saved-at", name, saved_op.strip("`"), saved_loc,
                            stamp.iteration if stamp else None)]
         if write is not None:
             related.append(Related("modified-at", name, write.op, mod_loc, write.iteration))
         related.append(Related("needed-by", None, "backward", bw, ctx.iteration))
-        if param is not None:
-            fix = _step_fix(opt_name, saved_loc, mod_loc)
+        if by_step:
+            fix = _step_fix(opt_name, saved_loc, line_code(saved_site[0]) if saved_site else "", mod_loc)
+        elif param is not None and write is not None and mod_loc is not None:
+            # a weight changed by hand between the forward and its backward (clipping, renorm)
+            fix = (f"Move `{line_code(write.site[0])}` (line {mod_loc.line}) after the backward, e.g. right "
+                   "after optimizer.step(), so the forward and its backward see the same weights")
         else:
             fix = self._fix(name, write, saved_op)
         roles = {0: ["root"]}
@@ -195,6 +198,18 @@ def _optimized_param(ctx: Any, packed: Packed) -> Any:
     return None
 
 
+def _changed_words(packed: Packed, write: InplaceRecord | None, mod_loc: Any, by_step: bool,
+                   opt_name: str | None) -> str:
+    """What changed the saved tensor, in the message: the step, the in-place op, or unknown."""
+    if by_step:
+        step = f"`{opt_name}.step()`" if opt_name else "the optimizer step"
+        return f"{step} at line {mod_loc.line} updated it in place"
+    if write is not None and mod_loc is not None:
+        return f"changed in place by {describe_inplace(write.op, write.site[0])} at line {mod_loc.line}"
+    return ("changed in place by a line the guard was not recording (it was saved at version "
+            f"{packed.version} and is now at version {packed.tensor._version})")
+
+
 def _optimizer_name(ctx: Any, param: Any) -> str | None:
     """The user's name for the optimizer that holds `param`."""
     for name, opt in ctx.optimizers():
@@ -203,11 +218,11 @@ def _optimizer_name(ctx: Any, param: Any) -> str | None:
     return None
 
 
-def _step_fix(opt_name: str | None, saved_loc: Any, step_loc: Any) -> str:
+def _step_fix(opt_name: str | None, saved_loc: Any, saved_code: str, step_loc: Any) -> str:
     """A forward reused after an optimizer step changed the weights it saved (a GAN's D output)."""
     step = f"{opt_name}.step()" if opt_name else "optimizer.step()"
     where = f" after line {step_loc.line}" if step_loc is not None else f" after {step}"
-    redo = (f"repeat `{saved_loc.code}` (line {saved_loc.line}){where}" if saved_loc and saved_loc.code
+    redo = (f"repeat `{saved_code}` (line {saved_loc.line}){where}" if saved_loc and saved_code
             else f"run that forward again{where}")
     return (f"Recompute the forward after the step: {redo}; or run every backward that needs the "
             f"old forward before {step} (or one backward on the summed losses)")

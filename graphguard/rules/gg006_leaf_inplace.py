@@ -7,8 +7,8 @@ from typing import Any
 import torch
 
 from ..events import InplaceOp
-from ..records import Finding, SourceLoc
-from ._inplace import describe_inplace, line_stmt, out_of_place, written_name
+from ..records import Finding
+from ._inplace import describe_inplace, line_code, line_stmt, out_of_place, written_name
 from .base import Rule, display
 
 __all__ = ["LeafInplace"]
@@ -97,7 +97,7 @@ class LeafInplace(Rule):
 
     @staticmethod
     def _fix(ctx: Any, leaf: torch.Tensor, name: str | None, frame: Any) -> str:
-        text = SourceLoc.from_frame(frame).code if frame is not None else ""
+        text = line_code(frame)
         code = f"`with torch.no_grad(): {text}`" if line_stmt(frame) is not None else "the update"
         updating = (isinstance(leaf, torch.nn.Parameter) or ctx.is_optimized(leaf)
                     or leaf.grad is not None)
