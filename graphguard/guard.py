@@ -506,6 +506,7 @@ class GraphGuard:
             self._end_iteration(None, by_backward=True)
         self.rec.mark_used(inputs)
         scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
+        self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
                             self.backward_calls)
         self.backward_calls += 1

@@ -10,6 +10,8 @@ from .graph import Walk, is_freed, leaf_of, walk
 
 __all__ = ["Stamp", "Mark", "GraphScan", "scan_graph"]
 
+_BackwardCFunction = torch.autograd.function.BackwardCFunction  # custom Functions' nodes
+
 
 class Stamp(NamedTuple):
     """Stored in `node.metadata[key]` when the node is created (dies with the node)."""
@@ -36,13 +38,20 @@ class GraphScan:
         self.stamps: list[Stamp | None] = []
         self.marks: list[Mark | None] = []
         self.leaves: list[torch.Tensor] = []  # leaves reached (AccumulateGrad variables)
-        for node in w.nodes:
+        # Leaves fed to a custom autograd.Function: it may need them to require grad (a
+        # reentrant checkpoint recomputes its forward with grad only then), so never "needless".
+        self.function_inputs: list[torch.Tensor] = []
+        custom = _BackwardCFunction
+        for i, node in enumerate(w.nodes):
             md = node.metadata
             self.stamps.append(md.get(stamp_key))
             self.marks.append(md.get(mark_key))
             leaf = leaf_of(node)
             if leaf is not None:
                 self.leaves.append(leaf)
+                par = w.parent[i]
+                if par >= 0 and isinstance(w.nodes[par], custom):
+                    self.function_inputs.append(leaf)
         self._freed: dict[int, bool] = {}
 
     @property
