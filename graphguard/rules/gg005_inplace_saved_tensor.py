@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from torch.autograd.function import BackwardCFunction
+
 from ..capture.graph import summarize
 from ..capture.names import find_name
 from ..capture.records import InplaceRecord, Packed
@@ -98,8 +100,7 @@ class InplaceSavedTensor(Rule):
         saved_site: Site = stamp.site if stamp is not None else packed.site
         # Packed.op names the user-level call (`linear`, `sigmoid`); trust it when it was recorded
         # for this very node, else name the node's own op.
-        same = packed.op and (stamp is None or not packed.site or stamp.site == packed.site)
-        saved_op = f"`{packed.op}`" if same else f"`{node_op(node)}`"
+        saved_op = _saving_op(node, packed, stamp)
         param = _optimized_param(ctx, packed)
         name, subject = self._subject(ctx, hit, write, saved_site, param)
         bw = ctx.loc(event.site)
@@ -196,6 +197,17 @@ def _optimized_param(ctx: Any, packed: Packed) -> Any:
         if p._version == version and storage_key(p) == key:
             return p
     return None
+
+
+def _saving_op(node: Any, packed: Packed, stamp: Any) -> str:
+    """The op that saved the tensor, as the user called it: the recorded call (`linear`) when it
+    was recorded for this very node, `Square.apply` for a custom Function (whose apply the mode
+    does not see, so the recorded call would be another one), else the node's own op."""
+    if isinstance(node, BackwardCFunction):
+        return f"`{type(node).__name__.removesuffix('Backward')}.apply`"
+    if packed.op and (stamp is None or not packed.site or stamp.site == packed.site):
+        return f"`{packed.op}`"
+    return f"`{node_op(node)}`"
 
 
 def _changed_words(packed: Packed, write: InplaceRecord | None, mod_loc: Any, by_step: bool,
