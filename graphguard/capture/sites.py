@@ -19,8 +19,9 @@ MAX_FRAMES = 4
 def _roots() -> tuple[str, ...]:
     import graphguard
 
+    # "scripts": console-script launchers (the `graphguard` command itself), not user code
     roots = [os.path.dirname(torch.__file__), os.path.dirname(graphguard.__file__),
-             sysconfig.get_paths()["stdlib"]]
+             sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["scripts"]]
     for mod in ("torchviz", "_pytest", "pluggy", "typing_extensions"):
         m = sys.modules.get(mod)
         f = getattr(m, "__file__", None)

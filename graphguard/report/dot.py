@@ -114,7 +114,7 @@ def _label(node: SnapNode, full: bool) -> str:
 def _style(node: SnapNode) -> dict[str, str | None]:
     """Attributes of one node: its role colour, or torchviz's colour for its kind."""
     role = primary_role(node)
-    full = role is not None or node.kind == "call" or bool(node.label)
+    full = role is not None or node.kind in ("call", "tensor") or bool(node.label)
     a: dict[str, str | None] = {"label": _label(node, full)}
     if node.kind == "gap":
         a.update(shape="box", style="dashed,rounded", fontcolor="#424242")

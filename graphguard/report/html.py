@@ -39,7 +39,7 @@ CSS = """
 .gg pre.src span.l{display:block;padding:0 .6em 0 4.1em;text-indent:-3.5em;white-space:pre-wrap;overflow-wrap:anywhere}
 .gg pre.src span.m{background:#fff3c4;border-left:3px solid #f9a825}
 .gg pre.src span.gap{color:#9e9e9e}
-.gg pre.src i.n{font-style:normal;color:#9e9e9e;display:inline-block;min-width:3.5em}
+.gg pre.src i.n{font-style:normal;color:#9e9e9e;display:inline-block;min-width:3.5em;text-indent:0}
 .gg pre.src b.t{font-weight:600;color:#6d4c41;font-family:system-ui,sans-serif;font-size:.9em}
 .gg .fix{background:#e8f5e9;border:1px solid #c8e6c9;border-radius:4px;padding:.4em .7em;margin:.7em 0}
 .gg .diagram{margin-top:.8em;overflow:auto;border:1px solid #eeeeee;border-radius:4px;padding:.4em;max-height:1400px}

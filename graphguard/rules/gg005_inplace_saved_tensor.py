@@ -10,7 +10,7 @@ from ..capture.graph import summarize
 from ..capture.names import find_name
 from ..capture.records import InplaceRecord, Packed
 from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
-from ..capture.snapshot import snapshot_from_scan
+from ..capture.snapshot import call_node, snapshot_from_scan
 from ..context import assigned_name
 from ..events import BackwardCall
 from ..records import Finding, Related, Site, Subject
@@ -133,7 +133,13 @@ class InplaceSavedTensor(Rule):
         roles = {0: ["root"]}
         roles.setdefault(hit.index, []).append("modified")
         graph = snapshot_from_scan(event.scan, roles, {hit.index: name} if name else {},
-                                   f"GG005: {name or 'modified saved tensor'}")
+                                   f"GG005: {name or 'modified saved tensor'}", roots=event.roots,
+                                   entry=call_node("entry", "this backward", bw, ctx.iteration),
+                                   creation=ctx.creation)
+        node_id = graph.walk_id(hit.index)
+        if write is not None and mod_loc is not None and node_id is not None:
+            graph.add(call_node("inplace", f"in-place {write.op}", mod_loc, write.iteration))
+            graph.link(node_id, "inplace", "saved tensor changed by")
         return self.finding(
             ctx, subject, mod_loc or bw, fix,
             {"saved_at": f"{saved_op} at line {saved_loc.line}" if saved_loc else saved_op,
