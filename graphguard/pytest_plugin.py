@@ -32,6 +32,7 @@ import pytest
 # installed. Only torch-free modules are imported here; graphguard.guard (and torch, seconds to
 # import) is loaded when the first guarded test starts.
 from .errors import GraphGuardUsageError
+from .records import relpath
 
 if TYPE_CHECKING:
     from .guard import GraphGuard
@@ -486,13 +487,13 @@ def _write_session_report(config: pytest.Config, folder: Path, log: SessionLog, 
     report = build_report(run, target=target, status=status)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "report.json"
-    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     try:
-        from .report.html import write_html  # written by another part of graphguard; optional
+        from .report.html import write_html  # an optional part of graphguard
     except ImportError:
-        return str(path)
+        return relpath(str(path))
     html = write_html(report, str(folder))
-    return f"{path}" + (f", {html}" if html else "")
+    return relpath(str(path)) + (f", {relpath(html)}" if html else "")
 
 
 @dataclass
