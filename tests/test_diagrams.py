@@ -324,3 +324,29 @@ def test_cli_without_renderer_still_works_and_says_how(tmp_path):
     assert (graphs / "GG002-1.dot").is_file() and not list(graphs.glob("*.svg"))
     page = (tmp_path / "graphguard-report" / "index.html").read_text()
     assert "DOT source" in page and "GG002" in page
+
+
+# ---- every finding about a graph comes with a diagram ---------------------------------------------
+GRAPH_CODES = ("GG001", "GG002", "GG003", "GG004", "GG005", "GG008", "GG009", "GG101", "GG102")
+CASES = sorted(p for p in (ROOT / "tests" / "cases").glob("gg*.py")
+               if p.name[:5].upper() in GRAPH_CODES)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_graph_findings_come_with_a_diagram(path):
+    from casekit import load_case, run_guarded
+
+    guard, _ = run_guarded(load_case(path).buggy)
+    for f in guard.findings:
+        if f.code not in GRAPH_CODES:
+            continue
+        if f.graph is None and f.code == "GG101":
+            # GG101 landed after the diagrams; snapshot_from_tensors(..., highlight={k: ["held"]})
+            # is what it should attach. Reported as xfail until it does, then enforced.
+            pytest.xfail("GG101 does not attach a graph snapshot yet")
+        assert f.graph is not None, f"{f.code} ({f.subject.name}) has no diagram"
+        nodes = dot_nodes(render_dot(f.graph))
+        styled = [a for a in nodes.values() if a.get("fillcolor", "").upper() in
+                  {fill for fill, _, _ in ROLE_STYLE.values()}]
+        assert styled, f"{f.code}: no offending node is highlighted"
+        assert len(nodes) <= MAX_SNAPSHOT_NODES + 60
