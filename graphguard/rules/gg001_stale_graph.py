@@ -57,8 +57,11 @@ class StaleGraph(Rule):
         a = analyze(event)
         if a.kind == "none" or a.carried:
             return None
-        if a.kind == "freed" and not a.same_call_line:
-            return None  # a second backward call in the same iteration: GG003
+        if not a.same_call_line:
+            # Another backward call reached it: with freed buffers that is GG003; with a retained
+            # graph it is a deliberate second backward (a GAN generator step reusing D's output),
+            # whose only danger, weights stepped in between, is GG005's.
+            return None
         node = event.scan.nodes[a.boundary]
         hit = ctx.name_of_node(node)
         st = ctx.stamp(node)

@@ -53,6 +53,11 @@ class NeedlessRequiresGrad(Rule):
             if stats.used or not stats.site:
                 continue
             t = live.get(id(stats))
+            if (event.exc is not None and stats.first_iteration >= ctx.iteration
+                    and t is not None and t.grad is not None):
+                # The run stopped early: this iteration's leaf got its gradient but may just not
+                # have reached the line that uses it (a manual update interrupted by a crash).
+                continue
             hit = ctx.name_of(t) if t is not None else None
             name = hit.name if hit else assigned_name(stats.site[0], stats.func)
             loc = ctx.loc(stats.site, hit.frame if hit else None)
