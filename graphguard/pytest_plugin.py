@@ -67,8 +67,10 @@ class GuardedTest:
     nodeid: str
     guard: GraphGuard | None  # None once closed at the end of teardown
     fail_on: str
-    seen: int = 0  # guard.findings[:seen] are attributed to a phase already
-    fixture_at: dict[int, str] = field(default_factory=dict)  # finding index -> fixture set up
+    # Findings are tracked by identity, not by index: the guard may replace a finding with a more
+    # detailed one. Values hold the finding, so its id cannot be reused while it is a key here.
+    taken: dict[int, Finding] = field(default_factory=dict)  # already placed in a phase
+    fixture_of: dict[int, tuple[Finding, str]] = field(default_factory=dict)  # fixture set up then
     shown: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)  # when -> section, props
     error: BaseException | None = None  # the test body's exception, handed to the guard at exit
     failed: bool = False
@@ -177,13 +179,14 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Gen
     state = request.config.stash.get(current_key, None)
     if state is None or state.guard is None:
         return (yield)
-    start = len(state.guard.findings)
+    before = {id(f) for f in state.guard.findings}
     try:
         return (yield)
     finally:
         # Inner fixtures finish first, so the innermost fixture names a finding.
-        for i in range(start, len(state.guard.findings)):
-            state.fixture_at.setdefault(i, fixturedef.argname)
+        for f in state.guard.findings:
+            if id(f) not in before:
+                state.fixture_of.setdefault(id(f), (f, fixturedef.argname))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -299,6 +302,8 @@ def _finish(item: pytest.Item, state: GuardedTest, raised: bool) -> None:
             del item.config.stash[current_key]
     hits += _take(item, state, "exit", guard)
     state.run = {"iterations": guard.iteration, "backward_calls": guard.backward_calls}
+    state.taken.clear()  # the findings leave with the reports; drop them (and their graphs) here
+    state.fixture_of.clear()
     _judge(item, state, "teardown", hits, raised=raised)
 
 
@@ -316,18 +321,18 @@ def _take(item: pytest.Item, state: GuardedTest, phase: str, guard: GraphGuard |
     """The findings emitted since the last call, without those an expect() block caught."""
     guard = guard or state.guard
     assert guard is not None
-    found = guard.findings
     hits = []
-    for i in range(state.seen, len(found)):
-        f = found[i]
+    for f in guard.findings:
+        if id(f) in state.taken:
+            continue
+        state.taken[id(f)] = f
         if any(f is e for e in guard.expected):
             continue  # the test said it wants this misuse
-        fixture = state.fixture_at.get(i)
+        fixture = state.fixture_of.get(id(f), (None, None))[1]
         if fixture is None and phase in ("teardown", "exit"):
             # no hook wraps a fixture's finalizer: tell it by the finding's line
             fixture = _fixture_by_line(item, f)
         hits.append(Hit(f, phase, fixture))
-    state.seen = len(found)
     return hits
 
 
