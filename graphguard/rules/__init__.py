@@ -20,6 +20,7 @@ from .gg012_non_scalar_loss import NonScalarLoss
 from .gg010_missing_zero_grad import MissingZeroGrad
 from .gg102_retain_graph_growth import RetainGraphGrowth
 from .gg011_unregistered_parameter import UnregisteredParameter
+from .gg101_graph_leak import GraphLeak
 from .gg901_internal_error import InternalError
 from .gg902_compiled_code import CompiledCode
 
@@ -43,6 +44,7 @@ ALL_RULES: list[type[Rule]] = [
     RetainGraphGrowth,
     UnregisteredParameter,
     CompiledCode,
+    GraphLeak,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}

@@ -20,7 +20,7 @@ def buggy():
         z = adapter(torch.randn(5, 4))
         loss = ((z - anchor) ** 2).mean()
         opt.zero_grad()
-        loss.backward(retain_graph=True)  # expect: GG001 anchor, GG102 anchor
+        loss.backward(retain_graph=True)  # expect: GG102 anchor, GG001 anchor
         opt.step()
     # the retained encoder graph is run every step: the frozen encoder keeps collecting gradient
     assert encoder[0].weight.grad is not None and encoder[0].weight.grad.abs().sum() > 0

@@ -41,7 +41,7 @@ def buggy():
             h, c = model.encoder(x[:, t], (h, c))
         loss = criterion(model.head(h), y)
         optimizer.zero_grad()
-        loss.backward(retain_graph=True)  # expect: GG004 h, GG102 h
+        loss.backward(retain_graph=True)  # expect: GG102 h, GG004 h
         optimizer.step()
         sizes.append(graph_size(loss))
     assert all(a < b for a, b in zip(sizes, sizes[1:]))  # every chunk re-runs all earlier ones

@@ -1,0 +1,236 @@
+"""GG101 graph-leak: tensors with autograd history outlive their iteration and pile up."""
+from __future__ import annotations
+
+import ast
+import linecache
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..capture.graph import walk
+from ..capture.holders import Holder, find_holders
+from ..capture.scan import Stamp
+from ..capture.source import assignment_lines, enclosing_scope, growth_lines
+from ..events import BackwardCall, GuardExit, StepDone
+from ..records import Finding, Frame, SourceLoc, Subject
+from .base import Rule, display
+
+__all__ = ["GraphLeak"]
+
+WALK = 4000  # nodes walked per holder
+BUDGET = 20000  # nodes walked per check, all holders together
+EVERY = 32  # after the first iterations, look every this many iterations
+FIRST = 8  # look at every iteration end up to this one
+MIN_SPAN = 3  # distinct iterations a holder must span: one kept loss, or two, is no pile
+_CAUSES = frozenset({"GG001", "GG004", "GG102"})  # they already explain a graph carried over
+
+
+@dataclass
+class _Verdict:
+    """What one holder keeps alive (plain data)."""
+
+    spans: int  # distinct iterations whose graph nodes it keeps
+    nodes: int  # graph nodes walked (excluding parameters' accumulators)
+    truncated: bool
+    site: Any  # the stamp site of its newest accumulating node, when recorded
+    scalar: bool  # the held values are single numbers (`.item()` works)
+
+
+class GraphLeak(Rule):
+    """## What it does
+    At the end of iterations (every one at first, then every 32nd), looks at the tensors and
+    containers the training loop holds by name: a running sum (`total_loss += loss`), a list
+    (`losses.append(loss)`), a dict of running sums, an attribute of a logger. A holder whose
+    autograd graph mixes nodes made in three or more different iterations is piling up graphs:
+    it is reported with the line that accumulates and the nodes kept alive per iteration.
+
+    ## Why is this bad?
+    A tensor that still has a `grad_fn` keeps its whole graph alive (every node, and any saved
+    tensor not yet freed). Summing losses for logging without `.item()` keeps every iteration's
+    graph: memory grows steadily until the run dies, often hours in, far from the line at fault.
+
+    ## Example
+    ```python
+    total_loss = 0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward(); opt.step(); opt.zero_grad()
+        total_loss += loss                  # keeps every iteration's graph
+    ```
+
+    ## Use instead
+    ```python
+        total_loss += loss.item()           # a Python number; or loss.detach() to stay a tensor
+    ```
+
+    ## Known problems
+    Holders are found through the names visible in the training loop's frames (locals, globals,
+    `self` attributes, one level into containers and helper objects); a graph kept only by an
+    object reachable in no other way is not seen. A window of a few recent losses kept with their
+    graphs (`deque(maxlen=10)`) is reported too: it is bounded, but still keeps those graphs.
+    Without any optimizer, iterations are counted by graph-freeing backward calls; an optimizer
+    made before the guard was entered is only known from its first step.
+    """
+
+    code = "GG101"
+    slug = "graph-leak"
+    severity = "warning"
+    summary = "tensors with autograd history outlive their iteration and pile up (memory grows)"
+    template = ("{name} keeps the autograd graphs of {spans} iterations alive ({nodes} graph nodes, "
+                "about {per} per iteration) and grows every iteration: {what}. {fix}")
+    events = (StepDone, BackwardCall, GuardExit)
+
+    def __init__(self) -> None:
+        self.checked_at = 0  # the last iteration at which holders were looked at
+        self.reported: set[str] = set()  # holder names already reported
+
+    def check(self, event: Any, ctx: Any) -> list[Finding] | None:
+        it = ctx.iteration
+        if isinstance(event, BackwardCall):
+            # no optimizer at all: iterations end at graph-freeing backward calls (DESIGN.md)
+            if ctx.guard.steps or len(ctx.rec.optimized):
+                return None
+        elif isinstance(event, GuardExit):
+            if it == self.checked_at or it < MIN_SPAN - 1:
+                return None
+            return self._look(ctx, it)
+        if it <= self.checked_at or not (it <= FIRST or it % EVERY == 0):
+            return None
+        return self._look(ctx, it)
+
+    # ---- looking at the holders ------------------------------------------------------------------
+    def _look(self, ctx: Any, it: int) -> list[Finding] | None:
+        self.checked_at = it
+        named_elsewhere = {f.subject.name for f in ctx.guard.findings if f.code in _CAUSES}
+        budget = [BUDGET]
+        out = []
+        for h in find_holders():
+            if h.name in self.reported or h.name in named_elsewhere or budget[0] <= 0:
+                continue
+            v = self._judge(h, ctx, it, budget)
+            if v is not None and v.spans >= MIN_SPAN:
+                self.reported.add(h.name)
+                out.append(self._finding(ctx, h, v))
+        return out
+
+    def _judge(self, h: Holder, ctx: Any, it: int, budget: list[int]) -> _Verdict | None:
+        stamp_key, mark_key = ctx.guard._stamp_key, ctx.guard._mark_key
+        seen_key = stamp_key + ".seen"
+        latest = it - 1  # the iteration that just ended
+        roots = []
+        for t in h.tensors:
+            m = t.grad_fn.metadata.get(mark_key)
+            if h.kind == "tensor" and m is not None and m.iteration >= latest:
+                return None  # this iteration's own graph (its backward just ran through it)
+            roots.append(t.grad_fn)
+        w = walk(roots, min(WALK, budget[0]))
+        budget[0] -= len(w.nodes)
+        ages: list[int] = []
+        spans: set[int] = set()
+        site = None
+        nodes = 0
+        for i, node in enumerate(w.nodes):
+            md = node.metadata
+            st = md.get(stamp_key)
+            if isinstance(st, Stamp):
+                age = st.iteration
+            else:
+                # unrecorded (light mode, or made inside an op): as old as the node that led
+                # here, or as first seen by an earlier look; remembered on the node itself
+                age = md.get(seen_key)
+                if age is None:
+                    p = w.parent[i]
+                    age = ages[p] if p >= 0 else latest
+                    md[seen_key] = age
+            ages.append(age)
+            if type(node).__name__ == "AccumulateGrad":
+                continue  # a parameter's accumulator is shared by every iteration's graph
+            nodes += 1
+            m = md.get(mark_key)
+            if h.kind == "tensor" and m is not None and m.iteration >= latest:
+                continue  # traversed by the backward that just ran: current, or shared structure
+            if h.kind == "container" and w.parent[i] != -1:
+                continue  # a list's span is told by its elements, not by what each one hangs on
+            spans.add(age)
+            if site is None and isinstance(st, Stamp) and m is None:
+                site = st.site  # the newest recorded node no backward ran through: the accumulation
+        scalar = all(t.numel() == 1 for t in h.tensors)
+        return _Verdict(len(spans), nodes, w.truncated, site, scalar)
+
+    # ---- wording ---------------------------------------------------------------------------------
+    def _finding(self, ctx: Any, h: Holder, v: _Verdict) -> Finding:
+        loc = self._where(h, v)
+        per = max(1, v.nodes // max(1, v.spans))
+        nodes = f"{v.nodes}+" if v.truncated else str(v.nodes)
+        what = (f"it holds {h.length} entries, {len(h.tensors)} of them tensors with a grad_fn"
+                if h.kind == "container" else "each iteration adds a tensor that still has its grad_fn")
+        fix = _fix(loc, h.name, v.scalar)
+        subject = Subject(h.name, h.kind, _summary(h), _made(h), None)
+        return self.finding(ctx, subject, loc, fix,
+                            {"spans": v.spans, "nodes": nodes, "per": per, "what": what, "fix": fix,
+                             "name": display(h.name, "A variable")})
+
+    @staticmethod
+    def _where(h: Holder, v: _Verdict) -> SourceLoc:
+        """The line that grows the holder: the recorded accumulation when it names the holder,
+        else the line of the user's code that appends to it or adds into it."""
+        lines = growth_lines(h.frame.file, h.name)
+        if v.site:
+            stamped = v.site[0]
+            if not lines or stamped.file != h.frame.file or stamped.line in lines:
+                return SourceLoc.from_frame(stamped)
+        if lines:
+            # prefer a line inside the function that holds the name
+            scope = enclosing_scope(h.frame.file, h.frame.line)
+            inside = [n for n in lines if scope is not None and
+                      getattr(scope, "lineno", 0) <= n <= (getattr(scope, "end_lineno", None) or 10 ** 9)]
+            n = (inside or lines)[0]
+            fn = enclosing_scope(h.frame.file, n)
+            return SourceLoc.from_frame(Frame(h.frame.file, n, getattr(fn, "name", "<module>")))
+        return SourceLoc.from_frame(h.frame)
+
+
+def _made(h: Holder) -> SourceLoc | None:
+    """Where a plain variable holder is first assigned in its function (`total_loss = 0`)."""
+    if not h.name.isidentifier():
+        return None
+    lines = assignment_lines(h.frame.file, h.frame.line, h.name)
+    return SourceLoc.from_frame(Frame(h.frame.file, lines[0], h.frame.function)) if lines else None
+
+
+def _summary(h: Holder) -> str:
+    from ..capture.graph import summarize
+
+    if h.kind == "tensor":
+        return summarize(h.tensors[0])
+    return f"{h.length} entries, {len(h.tensors)} with grad_fn, e.g. {summarize(h.tensors[-1])}"
+
+
+def _fix(loc: SourceLoc, name: str, scalar: bool) -> str:
+    """The accumulating line rewritten to store `.item()` (or `.detach()`) of the value."""
+    how = "item" if scalar else "detach"
+    generic = f"store {name}'s values with .{how}() so that no graph is kept"
+    text = linecache.getline(loc.file, loc.line).strip()
+    try:
+        stmt = ast.parse(text).body[0]
+    except (SyntaxError, IndexError, ValueError):
+        return generic
+    if isinstance(stmt, ast.AugAssign):
+        stmt.value = _wrapped(stmt.value, how)
+    elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+            isinstance(stmt.value, ast.BinOp) and ast.unparse(stmt.value.left) == ast.unparse(stmt.targets[0]):
+        stmt.value.right = _wrapped(stmt.value.right, how)  # `total = total + loss`
+    elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        stmt.value = _wrapped(stmt.value, how)
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and stmt.value.args:
+        stmt.value.args[-1] = _wrapped(stmt.value.args[-1], how)  # `losses.append(loss)`
+    else:
+        return generic
+    return f"{ast.unparse(stmt)}  (.{how}() keeps the value, not the graph)"
+
+
+def _wrapped(expr: ast.expr, how: str) -> ast.expr:
+    if isinstance(expr, ast.Tuple):
+        return ast.Tuple([_wrapped(e, how) for e in expr.elts], ast.Load())
+    return ast.Call(ast.Attribute(expr, how, ast.Load()), [], [])
