@@ -11,9 +11,11 @@ the graph recursively (RecursionError past ~1,000 deep) and entirely (no pruning
   iterative walk), `make_dot` draws it while it is alive and we keep its DOT statements
   (`GraphSnapshot.torchviz`); the renderer then restyles the offenders by re-declaring their nodes
   (in DOT a later attribute wins), so the picture is torchviz's own, with our colours and labels;
-- otherwise (large graphs, or make_dot failing, e.g. on a freed custom Function), the snapshot
-  keeps a pruned neighbourhood of the offenders, which the renderer draws itself with torchviz's
-  conventions (grey backward nodes, light-blue leaves, green output). Graphs that do not exist as
+- otherwise the snapshot keeps a pruned neighbourhood of the offenders, which the renderer draws
+  itself in torchviz's conventions (grey backward nodes, light-blue leaves, green output): large
+  graphs, graphs with a weight shared by many nodes (torchviz's single box with an edge to every
+  use makes `dot` take seconds to minutes; we draw one copy per use), and make_dot failures (a
+  freed custom Function). Graphs that do not exist as
   autograd graphs (GG008/GG009: the gradient path was cut) are built from records with `add`/`link`.
 Walk indices (`n{i}`) are the node ids either way, so rules can address nodes the same way.
 """
@@ -31,10 +33,11 @@ from ..records import Site, SourceLoc
 
 __all__ = ["SnapNode", "GraphSnapshot", "snapshot_from_scan", "snapshot_from_walk",
            "snapshot_from_tensors", "snapshot_of_cuts", "call_node", "site_locs", "ROLES",
-           "MAX_SNAPSHOT_NODES", "TORCHVIZ_MAX"]
+           "MAX_SNAPSHOT_NODES", "TORCHVIZ_MAX", "SHARED_FANOUT"]
 
 MAX_SNAPSHOT_NODES = 300  # a diagram stays readable (and graphviz fast) below a few hundred nodes
 TORCHVIZ_MAX = 300  # whole graphs up to this size are drawn by torchviz's make_dot
+SHARED_FANOUT = 6  # a node used by more consumers than this is "shared" (layout: report/dot.py)
 # Roles, most specific first: a node with several roles is filled by the first one it has.
 ROLES = ("freed", "modified", "cut", "no-grad", "target", "stale", "held", "root")
 _NEAR, _FAR = 12, 6  # ancestors kept next to an offender and next to the root on a long path
@@ -262,6 +265,20 @@ def _torchviz_body(roots: Sequence[Any], names: dict[int, str], leaves: list[Any
         sys.setrecursionlimit(old)
 
 
+def _has_shared_leaf(nodes: list[Any]) -> bool:
+    """A leaf feeding more than SHARED_FANOUT nodes (a weight of an unrolled cell). torchviz draws
+    it once with an edge to every use, and those long edges make `dot` take seconds to minutes
+    (DESIGN.md); our writer draws one copy per use instead (report/dot.py)."""
+    uses: dict[int, int] = {}
+    for nd in nodes:
+        for nxt, _ in nd.next_functions:
+            if nxt is not None and type(nxt).__name__ == "AccumulateGrad":
+                k = uses[id(nxt)] = uses.get(id(nxt), 0) + 1
+                if k > SHARED_FANOUT:
+                    return True
+    return False
+
+
 def _stack_depth() -> int:
     f, d = sys._getframe(), 0
     while f is not None:
@@ -301,7 +318,7 @@ def snapshot_from_walk(w: Any, stamps: Sequence[Any], roles: dict[int, list[str]
     snap = GraphSnapshot(title=title, elided=n - len(keep), total=n, truncated=w.truncated,
                          legend=dict(legend or {}))
     leaves = [v for v in (leaf_of(nd) for nd in kept_nodes) if v is not None]
-    if small and roots:
+    if small and roots and not _has_shared_leaf(kept_nodes):
         snap.torchviz = _torchviz_body(roots, names, leaves)
     index = {id(nd): i for i, nd in zip(keep, kept_nodes)}  # ids valid: `nodes` holds them all
     for i in keep:

@@ -31,7 +31,7 @@ import os
 import re
 from collections import Counter
 
-from ..capture.snapshot import ROLES, GraphSnapshot, SnapNode
+from ..capture.snapshot import ROLES, SHARED_FANOUT, GraphSnapshot, SnapNode
 from ..records import SourceLoc
 
 __all__ = ["render_dot", "ROLE_STYLE", "LAYOUT_ATTRS", "FANOUT_LIMIT"]
@@ -53,7 +53,7 @@ _ROOT_FILL = "darkolivegreen1"
 # LSTM cell: >240 s without them, ~4 s with them; DESIGN.md). Written into the source, so that
 # rendering the .dot by hand is as fast as graphguard's own rendering.
 LAYOUT_ATTRS = {"nslimit": "1", "mclimit": "0.1", "remincross": "false"}
-FANOUT_LIMIT = 6  # edges leaving a node used by more consumers than this do not constrain ranks
+FANOUT_LIMIT = SHARED_FANOUT  # edges leaving a node used by more consumers do not constrain ranks
 _NODE_ATTRS = ('align=left fontname=monospace fontsize=10 height=0.2 ranksep=0.1 shape=box '
                'style=filled')  # torchviz's node defaults
 _TV_EDGE = re.compile(r"^\t(\S+) -> (\S+)(?: \[(.*)\])?$")
@@ -145,6 +145,32 @@ def _edge_lines(edges: list[tuple[str, str]]) -> list[str]:
     return out
 
 
+def _own_edges(snap: GraphSnapshot) -> list[str]:
+    """Edges of a pruned drawing. A leaf feeding many nodes (a weight shared by every step of
+    an unrolled cell) is drawn once per consumer, dashed, so no edge spans the whole height:
+    those long edges are what `dot` spends its time on (thousands of virtual nodes)."""
+    fan = Counter(s for s, _ in snap.edges)
+    out: list[str] = []
+    used: Counter[str] = Counter()
+    for s, d in snap.edges:
+        node = snap.nodes.get(s)
+        if fan[s] > FANOUT_LIMIT and node is not None and node.kind == "tensor":
+            used[s] += 1
+            if used[s] == 1:  # the original sits next to its first consumer
+                out.append(f"\t{_q(s)} -> {_q(d)}")
+                continue
+            if used[s] > 1:
+                copy = f"{s}~{used[s]}"
+                attrs = _style(node)
+                attrs.update(style=(attrs.get("style") or "filled") + ",dashed",
+                             label=f"{attrs['label']}\n(shared by {fan[s]})")
+                out.append(f"\t{_q(copy)}{_attrs(**attrs)}")
+                out.append(f"\t{_q(copy)} -> {_q(d)}")
+                continue
+        out.append(f"\t{_q(s)} -> {_q(d)}" + (" [constraint=false]" if fan[s] > FANOUT_LIMIT else ""))
+    return out
+
+
 def _torchviz_lines(body: list[str]) -> list[str]:
     """make_dot's statements, with edges leaving high fan-out nodes unconstrained."""
     parsed = [(_TV_EDGE.match(line), line) for line in body]
@@ -219,7 +245,7 @@ def render_dot(snap: GraphSnapshot) -> str:
         ids = {}
         for n in own:
             lines.append(f"\t{_q(n.id)}{_attrs(**_style(n))}")
-        lines.extend(_edge_lines(snap.edges))
+        lines.extend(_own_edges(snap))
     for s, d, label in snap.links:
         lines.append(f"\t{_q(ids.get(s, s))} -> {_q(ids.get(d, d))}"
                      + _attrs(style="dashed", label=label or None, fontsize="9", fontname="monospace",
