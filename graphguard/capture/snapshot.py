@@ -22,6 +22,7 @@ Walk indices (`n{i}`) are the node ids either way, so rules can address nodes th
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import sys
 import warnings
@@ -287,6 +288,22 @@ def _stack_depth() -> int:
 
 
 # ---- building from a live graph ------------------------------------------------------------------
+def _never_fails(build: Callable[..., GraphSnapshot]) -> Callable[..., GraphSnapshot]:
+    """A diagram is a bonus: when drawing fails, the finding keeps a snapshot that says so
+    instead of the rule failing (which would turn the finding itself into GG901)."""
+
+    @functools.wraps(build)
+    def safe(*args: Any, **kwargs: Any) -> GraphSnapshot:
+        try:
+            return build(*args, **kwargs)
+        except Exception as err:
+            title = kwargs.get("title") or ""
+            return GraphSnapshot(title=f"{title} (no diagram: {type(err).__name__}: {err})".strip())
+
+    return safe
+
+
+@_never_fails
 def snapshot_from_walk(w: Any, stamps: Sequence[Any], roles: dict[int, list[str]],
                        labels: dict[int, str], *, title: str = "", limit: int = MAX_SNAPSHOT_NODES,
                        roots: Sequence[Any] = (), entry: SnapNode | None = None,
@@ -454,6 +471,7 @@ def _add_roots(snap: GraphSnapshot, roots: list[Any], names: dict[int, str], ind
             snap.link(rid, entry.id)
 
 
+@_never_fails
 def snapshot_from_scan(scan: Any, roles: dict[int, list[str]], labels: dict[int, str],
                        title: str = "", limit: int = MAX_SNAPSHOT_NODES, *,
                        roots: Sequence[Any] = (), entry: SnapNode | None = None,
@@ -464,6 +482,7 @@ def snapshot_from_scan(scan: Any, roles: dict[int, list[str]], labels: dict[int,
                               roots=roots, entry=entry, creation=creation, legend=legend)
 
 
+@_never_fails
 def snapshot_from_tensors(tensors: Sequence[Any], stamp_key: str, *,
                           highlight: dict[int, list[str]] | None = None,
                           labels: dict[int, str] | None = None, title: str = "",
@@ -510,6 +529,7 @@ def snapshot_from_tensors(tensors: Sequence[Any], stamp_key: str, *,
 
 
 # ---- building from records -----------------------------------------------------------------------
+@_never_fails
 def snapshot_of_cuts(leaves: Sequence[SnapNode], cuts: Sequence[tuple[SnapNode, Sequence[int]]],
                      *, sink: SnapNode | None = None, entry: SnapNode | None = None,
                      title: str = "", legend: dict[str, str] | None = None) -> GraphSnapshot:

@@ -70,7 +70,16 @@ def cut_snapshot(ctx: RuleContext, cuts: list[Cut], leaves: list[Any], title: st
                  sink: Any = None, entry_site: Any = None, entry_op: str = "backward",
                  limit: int = 8) -> Any:
     """The diagram of a missing gradient: `leaves` (no gradient) -> the cuts behind them ->
-    the sink tensor (the loss, if any) -> the call in the user's code."""
+    the sink tensor (the loss, if any) -> the call in the user's code. None when it cannot be
+    drawn: the finding matters more than its picture."""
+    try:
+        return _cut_snapshot(ctx, cuts, leaves, title, sink, entry_site, entry_op, limit)
+    except Exception:
+        return None
+
+
+def _cut_snapshot(ctx: RuleContext, cuts: list[Cut], leaves: list[Any], title: str, sink: Any,
+                  entry_site: Any, entry_op: str, limit: int) -> Any:
     from ..capture.graph import summarize
     from ..capture.snapshot import SnapNode, call_node, site_locs, snapshot_of_cuts
 
