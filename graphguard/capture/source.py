@@ -8,7 +8,8 @@ import linecache
 from functools import lru_cache
 from typing import Iterator
 
-__all__ = ["called_names", "assignment_lines", "growth_lines", "enclosing_scope"]
+__all__ = ["called_names", "assignment_lines", "attribute_assignment_lines", "growth_lines",
+           "enclosing_scope"]
 
 _GROW_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update", "setdefault",
                            "__setitem__"})
@@ -72,6 +73,18 @@ def assignment_lines(file: str, line: int, target: str) -> list[int]:
         if isinstance(node, ast.Assign) and any(_text(t) == target for t in node.targets):
             out.append(node.lineno)
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and _text(node.target) == target:
+            out.append(node.lineno)
+    return sorted(out)
+
+
+def attribute_assignment_lines(file: str, attr: str) -> list[int]:
+    """Lines anywhere in the file that assign an attribute of that name (`self.blocks = [...]`)."""
+    tree = _tree(file)
+    out = []
+    for node in ast.walk(tree) if tree is not None else ():
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Attribute) and t.attr == attr for t in targets):
             out.append(node.lineno)
     return sorted(out)
 

@@ -14,7 +14,8 @@ from ..capture.graph import summarize
 from ..capture.names import find_name, find_objects, live_user_frames
 from ..capture.owners import find_owner
 from ..capture.sites import is_internal_file
-from ..capture.source import assignment_lines, called_names
+from ..capture.source import (assignment_lines, attribute_assignment_lines, called_names,
+                              enclosing_scope)
 from ..context import assigned_name
 from ..events import (BackwardCall, GradRead, GuardExit, InplaceOp, ParamGroupAdded, StepCall)
 from ..records import Finding, Frame, Related, Site, SourceLoc, Subject
@@ -55,6 +56,19 @@ def _local_layer(use: Frame) -> tuple[str | None, SourceLoc | None]:
     lines = [n for n in assignment_lines(use.file, use.line, called[0]) if n <= use.line]
     made = SourceLoc.from_frame(Frame(use.file, lines[-1], use.function)) if lines else None
     return called[0], made
+
+
+def _attribute_made(file: str, path: str) -> SourceLoc | None:
+    """Where the module attribute at the start of the unregistered part of `path` is assigned
+    (`self.blocks = [...]` for `model.blocks[0].weight`)."""
+    head = path.split("[", 1)[0].split(".")
+    if len(head) < 2:
+        return None
+    lines = attribute_assignment_lines(file, head[-1])
+    if not lines:
+        return None
+    scope = enclosing_scope(file, lines[0])
+    return SourceLoc.from_frame(Frame(file, lines[0], getattr(scope, "name", "<module>")))
 
 
 def _read_by_user() -> bool:
@@ -266,6 +280,8 @@ class UnregisteredParameter(Rule):
         if name is None and g.use:
             name, made = _local_layer(g.use[0])
             born = born or made
+        if born is None and name and g.how in ("attribute", "container") and g.use:
+            born = _attribute_made(g.use[0].file, name)
         subject = Subject(name, kind, g.summary, born, g.iteration)
         why, fix = self._explain(g, name, ctx)
         backward = ctx.loc(g.backward)
@@ -304,8 +320,10 @@ class UnregisteredParameter(Rule):
             return (" (a plain tensor attribute, not an nn.Parameter, so model.parameters() skips it)",
                     f"wrap it where the module assigns it: self.{attr} = nn.Parameter(...)")
         if g.how == "container":
+            attr = what.split("[", 1)[0].rsplit(".", 1)[-1]
             return (" (its layer sits in a plain Python list/dict, which nn.Module does not register)",
-                    "hold the layers in nn.ModuleList / nn.ModuleDict (or nn.ParameterList)")
+                    f"self.{attr} = nn.ModuleList(...)  (nn.ModuleDict for a dict, "
+                    "nn.ParameterList for tensors)")
         if g.how == "standalone":
             return ("", f"pass it to the optimizer too: {opt}.add_param_group({{'params': [{what}]}}), "
                         "or list it when building the optimizer")

@@ -116,7 +116,7 @@ class GraphLeak(Rule):
 
     def _judge(self, h: Holder, ctx: Any, it: int, budget: list[int]) -> _Verdict | None:
         stamp_key, mark_key = ctx.guard._stamp_key, ctx.guard._mark_key
-        seen_key = stamp_key + ".seen"
+        seen_key, leak_key = stamp_key + ".seen", stamp_key + ".leak"
         latest = it - 1  # the iteration that just ended
         roots = []
         for t in h.tensors:
@@ -127,6 +127,7 @@ class GraphLeak(Rule):
         w = walk(roots, min(WALK, budget[0]))
         budget[0] -= len(w.nodes)
         ages: list[int] = []
+        counted: list[int] = []
         spans: set[int] = set()
         site = None
         nodes = 0
@@ -152,9 +153,15 @@ class GraphLeak(Rule):
                 continue  # traversed by the backward that just ran: current, or shared structure
             if h.kind == "container" and w.parent[i] != -1:
                 continue  # a list's span is told by its elements, not by what each one hangs on
+            if md.get(leak_key, h.name) != h.name:
+                return None  # a graph already reported through another holder (`avg = total / n`)
             spans.add(age)
+            counted.append(i)
             if site is None and isinstance(st, Stamp) and m is None:
                 site = st.site  # the newest recorded node no backward ran through: the accumulation
+        if len(spans) >= MIN_SPAN:
+            for i in counted:  # remembered on the nodes, which die with the leak
+                w.nodes[i].metadata[leak_key] = h.name
         scalar = all(t.numel() == 1 for t in h.tensors)
         return _Verdict(len(spans), nodes, w.truncated, site, scalar)
 

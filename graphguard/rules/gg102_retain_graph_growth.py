@@ -1,6 +1,7 @@
 """GG102 retain-graph-growth: retain_graph=True in a loop keeps re-running an ever older graph."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -85,7 +86,7 @@ class RetainGraphGrowth(Rule):
         name = subject.name
         if a.carried:
             why = "carried from one iteration into the next without detach (see GG004)"
-            fix = (f"detach it at the start of each iteration ({name} = {name}.detach()) and drop "
+            fix = (f"detach it at the start of each iteration ({_detach(name, hit)}) and drop "
                    "retain_graph=True" if name else
                    "detach the carried tensor at the start of each iteration and drop retain_graph=True")
         else:
@@ -130,3 +131,14 @@ class RetainGraphGrowth(Rule):
         if hit is None:
             hit = ctx.name_of_node(node)
         return hit, st
+
+
+def _detach(name: str, hit: NameHit | None) -> str:
+    """`h = h.detach()`; for an element of a tuple (an LSTM's `(h, c)`), the whole tuple."""
+    m = re.fullmatch(r"(.+)\[-?\d+\]", name)
+    if m and hit is not None and hit.scope == "element":
+        base = m.group(1)
+        holder = find_name(lambda v: isinstance(v, tuple) and any(x is hit.value for x in v))
+        if holder is not None and holder.name == base:
+            return f"{base} = tuple(t.detach() for t in {base})"
+    return f"{name} = {name}.detach()"
