@@ -45,9 +45,34 @@ def live_user_frames(max_frames: int = 12) -> list[types.FrameType]:
     return out
 
 
+# NOTE [f_locals snapshots]
+# Before Python 3.13 (PEP 667), reading a function frame's `f_locals` copies its locals into a dict
+# cached on the frame. That dict keeps every value alive until the frame returns or `f_locals` is
+# read again, so a model the user deleted with `del model` would live on after a name lookup
+# (tests/test_no_leaks.py). `_forget_locals` empties the cache when nobody else holds it. This is
+# safe: writing the cache back into the frame (debuggers, trace functions) refreshes it first.
+_SNAPSHOTS = sys.version_info < (3, 13)
+_CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function frame, whose f_locals is a snapshot
+
+
+def _forget_locals(frame: types.FrameType, loc: Any) -> None:
+    # refcount 4: the frame's cache, the caller's `loc`, this parameter, getrefcount's argument;
+    # more means the user holds it (`d = locals()`): leave it alone
+    if _SNAPSHOTS and type(loc) is dict and frame.f_code.co_flags & _CO_OPTIMIZED \
+            and sys.getrefcount(loc) <= 4:
+        loc.clear()
+
+
 def _candidates(frame: types.FrameType) -> Iterator[tuple[str, Any, str]]:
     """(name, value, scope) pairs visible from one frame, most specific first."""
     loc = frame.f_locals
+    try:
+        yield from _candidates_in(frame, loc)
+    finally:
+        _forget_locals(frame, loc)
+
+
+def _candidates_in(frame: types.FrameType, loc: Any) -> Iterator[tuple[str, Any, str]]:
     is_module_level = loc is frame.f_globals
     for name, value in list(loc.items()):
         if not name.startswith("__"):

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Recorder", "SavedTensorModified"]
 
 MAX_CUTS = 4096  # cut records kept per guard (oldest dropped)
+MAX_INPLACE_LOG = 4096  # storages whose latest in-place write is kept (oldest dropped)
 CUT_WALK = 2000  # nodes walked to find the leaves behind a cut
 _SCALAR_OUT = frozenset({"item", "tolist", "numpy", "__float__", "__int__", "__bool__"})
 
@@ -167,6 +168,9 @@ class Recorder:
                 except Exception:
                     continue
                 self.inplace_log[ptr] = InplaceRecord(name, self.site(), t._version, it)
+            if len(self.inplace_log) > MAX_INPLACE_LOG:
+                # keyed by address: freed storages' entries would pile up over a long run
+                del self.inplace_log[next(iter(self.inplace_log))]
 
     def _record_leaf(self, t: torch.Tensor, func: str) -> None:
         site = self.site()
@@ -204,8 +208,10 @@ class Recorder:
                              frozenset(id(v) for v in leaves))
         self._cut_keys[key] = idx
         if len(self.cuts) > MAX_CUTS:
-            oldest = min(self.cuts)
-            del self.cuts[oldest]
+            # indices grow, so the first one is the oldest; its key goes too, or the keys of
+            # every iteration's cuts would pile up over a long run
+            old = self.cuts.pop(next(iter(self.cuts)))
+            self._cut_keys.pop((old.op, old.site, old.iteration), None)
         return idx
 
     def cuts_for_leaf(self, leaf: torch.Tensor, iteration: int | None = None) -> list[Cut]:
