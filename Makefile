@@ -16,7 +16,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	-$(VENV)/bin/graphguard run examples/ellipse/broken.py
+	@echo "graphguard run --mode collect examples/ellipse/broken.py  (collect: show every finding, not only the first error)"
+	-$(VENV)/bin/graphguard run --mode collect examples/ellipse/broken.py
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2 tests
