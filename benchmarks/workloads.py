@@ -1,0 +1,189 @@
+"""The training steps the overhead benchmark times: each a closure over its own model and data."""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["Workload", "WORKLOADS", "make_workload"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+Step = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named training step and the overhead budget it is held to (ratio to plain)."""
+
+    name: str
+    description: str
+    budget: float  # default GraphGuard configuration, steady state, at most this ratio to plain
+    build: Callable[[], Step]  # returns a fresh step() over fresh state
+
+
+def _mlp() -> Step:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))
+
+    def step() -> float:
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+class _SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+def _cnn() -> Step:
+    torch.manual_seed(0)
+    model = _SmallCNN()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+
+    def step() -> float:
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+class _WordLM(nn.Module):
+    """The word-language-model shape: embedding, a 2-layer LSTM, a decoder to the vocabulary."""
+
+    def __init__(self, vocab: int = 1000, hidden: int = 200) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, hidden)
+        self.rnn = nn.LSTM(hidden, hidden, num_layers=2)
+        self.dec = nn.Linear(hidden, vocab)
+
+    def forward(self, x: torch.Tensor, h: tuple[torch.Tensor, torch.Tensor]):
+        out, h = self.rnn(self.emb(x), h)
+        return self.dec(out), h
+
+
+def _lstm() -> Step:
+    torch.manual_seed(0)
+    seq, batch, hidden, vocab = 35, 20, 200, 1000
+    model = _WordLM(vocab, hidden)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randint(0, vocab, (seq, batch))
+    y = torch.randint(0, vocab, (seq * batch,))
+    state = {"h": (torch.zeros(2, batch, hidden), torch.zeros(2, batch, hidden))}
+
+    def step() -> float:
+        # truncated BPTT, as the word-language-model example does
+        h = tuple(t.detach() for t in state["h"])
+        opt.zero_grad()
+        out, state["h"] = model(x, h)
+        loss = F.cross_entropy(out.view(-1, vocab), y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def _lstm_cell() -> Step:
+    torch.manual_seed(0)
+    seq, batch, hidden = 35, 20, 200
+    cell = nn.LSTMCell(hidden, hidden)
+    head = nn.Linear(hidden, 1)
+    opt = torch.optim.Adam([*cell.parameters(), *head.parameters()], lr=1e-3)
+    xs = torch.randn(seq, batch, hidden)
+    ys = torch.randn(seq, batch, 1)
+
+    def step() -> float:
+        opt.zero_grad()
+        h = torch.zeros(batch, hidden)
+        c = torch.zeros(batch, hidden)
+        loss = torch.zeros(())
+        for t in range(seq):  # unrolled in Python: many small ops per step
+            h, c = cell(xs[t], (h, c))
+            loss = loss + F.mse_loss(head(h), ys[t])
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def _transformer() -> Step:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, dropout=0.1,
+                                       batch_first=True)
+    enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    head = nn.Linear(128, 10)
+    opt = torch.optim.AdamW([*enc.parameters(), *head.parameters()], lr=1e-4)
+    x, y = torch.randn(16, 32, 128), torch.randint(0, 10, (16,))
+
+    def step() -> float:
+        opt.zero_grad()
+        loss = F.cross_entropy(head(enc(x).mean(dim=1)), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def _ellipse() -> Step:
+    # examples/ellipse/fixed.py itself, one train_step per benchmark step
+    spec = importlib.util.spec_from_file_location("gg_bench_ellipse_fixed",
+                                                  ROOT / "examples" / "ellipse" / "fixed.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    w, h = mod.image_width, mod.image_height
+    sphere_position = torch.tensor([w / 2, h / 2, 0])
+    with torch.no_grad():
+        ref = mod.apply_ellipse_mask(torch.zeros(w, h), sphere_position, [h / 3] * 3)
+    pos = sphere_position.clone()
+    axes = torch.tensor([w / 3 + 3.0, h / 3 - 2.0, h / 2], requires_grad=True)
+    opt = torch.optim.Adam([axes], lr=0.5)
+    crit = nn.MSELoss()
+
+    def step() -> float:
+        return mod.train_step(opt, crit, pos, axes, ref)
+
+    return step
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in [
+    Workload("mlp", "MLP step, batch 64, 3x512 hidden, SGD", 1.10, _mlp),
+    Workload("cnn", "small CNN step, 32x32 images, batch 32, Adam", 1.10, _cnn),
+    Workload("lstm", "nn.LSTM step, seq 35, batch 20, hidden 200, 2 layers", 1.10, _lstm),
+    Workload("lstm_cell", "nn.LSTMCell loop unrolled in Python, 35 steps", 1.5, _lstm_cell),
+    Workload("transformer", "TransformerEncoder step, 2 layers, d=128, seq 32, batch 16", 1.10,
+             _transformer),
+    Workload("ellipse", "examples/ellipse/fixed.py train_step (a loop of small ops)", 1.5, _ellipse),
+]}
+
+
+def make_workload(name: str) -> Step:
+    return WORKLOADS[name].build()
