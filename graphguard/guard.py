@@ -34,6 +34,8 @@ _COUNTER = itertools.count()
 # The only global mutable state: the stack of active guards (innermost last).
 _ACTIVE: list["GraphGuard"] = []
 _STACK_TARGET = 512 * 1024 * 1024
+# Iterations of full recording, at most, after an error found in light mode (see _rearm_for_details).
+REARM_ITERATIONS = 200
 
 
 def active_guards() -> tuple["GraphGuard", ...]:
@@ -222,6 +224,11 @@ class GraphGuard:
             for ev in r.events:
                 self._by_event.setdefault(ev, []).append(r)
         self._seen: set[tuple] = set()
+        # Light mode records no creation lines. An error found then switches full recording back
+        # on until the same place is reported again with its line (or REARM_ITERATIONS pass):
+        # places (file, line) still waiting for that, and the iteration at which to give up.
+        self._awaiting_details: set[tuple] = set()
+        self._rearmed_until = 0
         # findings caught by an expect() block (a test that wants the misuse); innermost block last
         self.expected: list[Finding] = []
         self._expectations: list[Expectation] = []
@@ -588,8 +595,16 @@ class GraphGuard:
                 self._dispatch(StepDone(user_site(1), opt), raising=False)
             except Exception as err:
                 self._internal_error(err, "ending an iteration")
-        if self.record_iterations is not None and self.iteration >= self.record_iterations:
+        if (self.record_iterations is not None and self.iteration >= self.record_iterations
+                and not self._still_rearmed()):
             self.set_recording(False)
+
+    def _still_rearmed(self) -> bool:
+        """Whether recording stays on for a light-mode error whose creation line is still missing."""
+        if self._awaiting_details and self.iteration < self._rearmed_until:
+            return True
+        self._awaiting_details.clear()
+        return False
 
     # ---- judging and emitting -------------------------------------------------------------------
     def _dispatch(self, event: Event, raising: bool = True) -> None:
@@ -623,19 +638,45 @@ class GraphGuard:
         for f in new:
             k = f.key()
             if k in self._seen:
-                continue
-            self._seen.add(k)
-            self.findings.append(f)
+                if not self._replace_less_detailed(f):
+                    continue
+            else:
+                self._seen.add(k)
+                self.findings.append(f)
             expected = self._catch_expected(f)
             if f.severity == "error" and raising and (self.mode == "raise" or expected):
                 errors.append(f)
             elif self.mode != "collect" and not expected and f.severity in ("error", "warning"):
                 self._warn(f)
-            if f.severity == "error" and not self.rec.recording:
-                # details (creation lines, cuts) need full recording: switch it back on
-                self.set_recording(True)
+            if f.severity == "error":
+                self._rearm_for_details(f)
         if errors:
             raise GraphMisuseError(self._render(errors), errors)
+
+    def _rearm_for_details(self, f: Finding) -> None:
+        """Details (creation lines, cuts) need full recording: an error found in light mode
+        switches it back on, and keeps it on until the same place is reported with the line that
+        made its subject (the next occurrence of a periodic misuse), for REARM_ITERATIONS at most."""
+        where = (f.location.file, f.location.line) if f.location else None
+        if f.subject.created_at is not None:
+            self._awaiting_details.discard(where)
+        elif not self.rec.recording:
+            self._awaiting_details.add(where)
+            self._rearmed_until = self.iteration + REARM_ITERATIONS
+        if not self.rec.recording:
+            self.set_recording(True)
+
+    def _replace_less_detailed(self, f: Finding) -> bool:
+        """A repeat of a finding first reported without its subject's creation line (light mode),
+        now with it: it replaces the first one, so the report names the line, and is reported again."""
+        if f.subject.created_at is None:
+            return False
+        k = f.key()
+        for i, old in enumerate(self.findings):
+            if old.subject.created_at is None and old.key() == k:
+                self.findings[i] = f
+                return True
+        return False
 
     def _render(self, fs: list[Finding]) -> str:
         """The findings' text; if wording them fails, their codes and places, so that an error
