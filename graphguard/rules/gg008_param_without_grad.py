@@ -46,13 +46,20 @@ class ParamWithoutGrad(Rule):
                 "{op} at line {line}. Fix: {fix}")
     events = (StepCall,)
 
+    def __init__(self) -> None:
+        # First iteration since the previous step. Gradient accumulation runs several backward
+        # calls per step and, before the first step, each one closes an iteration (no optimizer
+        # seen yet), so the cut may be an iteration older than the step that shows its effect.
+        self.window_start = 0
+
     def check(self, event: StepCall, ctx: Any) -> list[Finding] | None:
+        start, self.window_start = self.window_start, ctx.iteration + 1
         out = []
         for group in event.optimizer.param_groups:
             for p in group["params"]:
                 if not p.requires_grad or p.grad is not None:
                     continue
-                cuts = ctx.rec.cuts_for_leaf(p, ctx.iteration)
+                cuts = [c for c in ctx.rec.cuts_for_leaf(p) if c.iteration >= start]
                 if not cuts:
                     continue
                 subject = ctx.subject(p, kind="parameter")
