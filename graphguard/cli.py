@@ -21,6 +21,13 @@ def _codes(text: str | None) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()] if text else []
 
 
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {n}")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="graphguard", description="Find autograd graph misuse in PyTorch code.")
     p.add_argument("--version", action="version", version=f"graphguard {__version__}")
@@ -35,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on", choices=tuple(_FAIL_LEVELS), default="error",
                      help="lowest severity that makes the exit status 1 (default: error)")
     run.add_argument("--no-diagrams", action="store_true", help="skip DOT/SVG diagrams")
-    run.add_argument("--record-iterations", type=int, default=2,
+    run.add_argument("--record-iterations", type=_count, default=2,
                      help="iterations recorded in full before the light mode (default 2)")
     run.add_argument("script", nargs="?", help="the script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
@@ -85,13 +92,35 @@ def _cmd_report(args: Any) -> int:
     from .report.render import render_saved
 
     data = load_report(args.report)
-    text = render_saved(data, args.format)
+    _check_findings(data, args.report)
+    try:
+        text = render_saved(data, args.format)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        # load_report checks the envelope; a finding without its fields fails here
+        raise GraphGuardUsageError(f"{args.report} is not a valid graphguard report "
+                                   f"({type(err).__name__}: {err})") from None
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as err:
+            raise GraphGuardUsageError(f"cannot write {args.output}: {err.strerror or err}") from None
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _check_findings(data: dict[str, Any], path: str) -> None:
+    """load_report checks the envelope; this checks each finding's shape, so that every format
+    refuses a damaged report alike (the HTML and SARIF renderers would tolerate gaps)."""
+    findings = data.get("findings")
+    ok = isinstance(findings, list) and all(
+        isinstance(f, dict) and isinstance(f.get("code"), str)
+        and all(isinstance(f.get(k), (dict, type(None))) for k in ("subject", "location"))
+        and isinstance(f.get("related", []), list)
+        for f in findings)
+    if not ok:
+        raise GraphGuardUsageError(f"{path} is not a valid graphguard report (damaged findings)")
 
 
 def _cmd_run(args: Any) -> int:
@@ -102,6 +131,10 @@ def _cmd_run(args: Any) -> int:
         raise GraphGuardUsageError("run needs a script (graphguard run train.py) or -m module")
     if args.module is None and not os.path.isfile(args.script):
         raise GraphGuardUsageError(f"no such script: {args.script}")
+    if args.module is None:
+        _check_script(args.script)
+    if args.json:
+        _check_writable(args.json)
     target = args.module or args.script
     script_args = list(args.args or [])
     if args.module and args.script:  # `-m pkg.mod a b`: argparse put `a` in script
@@ -122,6 +155,8 @@ def _cmd_run(args: Any) -> int:
     except SystemExit as e:
         code = e.code
         script_rc = code if isinstance(code, int) else (0 if code is None else 1)
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)  # as Python does for sys.exit("message")
         status = "exited"
         exc = e if script_rc else None
     except KeyboardInterrupt as e:
@@ -129,6 +164,9 @@ def _cmd_run(args: Any) -> int:
     except BaseException as e:  # the user's error: report it, keep its traceback visible
         import traceback
 
+        if args.module and isinstance(e, (ImportError, SyntaxError)) and not _user_frames(e):
+            # runpy could not find or compile the module: nothing of the user's ran
+            raise GraphGuardUsageError(f"cannot run module {args.module}: {e}") from None
         status, exc, script_rc = "raised", e, 1
         from .errors import GraphMisuseError
 
@@ -147,6 +185,38 @@ def _cmd_run(args: Any) -> int:
         return script_rc
     level = _FAIL_LEVELS[args.fail_on]
     return 1 if any(_SEV.get(f.severity, 0) >= level for f in findings) else 0
+
+
+def _check_script(path: str) -> None:
+    """A script Python could not even start gets one line, not a traceback (compiled once here;
+    runpy compiles it again, a few milliseconds)."""
+    try:
+        with open(path, "rb") as fh:
+            compile(fh.read(), path, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        raise GraphGuardUsageError(f"{path}:{err.lineno}: syntax error: {err.msg}") from None
+    except (OSError, ValueError) as err:  # unreadable, or null bytes (ValueError before 3.12)
+        raise GraphGuardUsageError(f"cannot read {path}: {err}") from None
+
+
+def _check_writable(path: str) -> None:
+    """Fail before the run, not after hours of training, when the report cannot be written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise GraphGuardUsageError(f"cannot write {path}: {err.strerror or err}") from None
+    if os.path.isdir(path) or not os.access(folder, os.W_OK):
+        raise GraphGuardUsageError(f"cannot write {path}: "
+                                   f"{'is a directory' if os.path.isdir(path) else 'permission denied'}")
+
+
+def _user_frames(e: BaseException) -> list[Any]:
+    import traceback
+
+    from .capture.sites import is_internal_file
+
+    return [fs for fs in traceback.extract_tb(e.__traceback__) if not is_internal_file(fs.filename)]
 
 
 def _print_user_traceback(e: BaseException) -> None:
@@ -183,9 +253,12 @@ def _per_rank(path: str, rank: str | None, is_dir: bool = False) -> str:
 
 
 def _dump_json(report: dict[str, Any], path: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(report, fh, indent=2)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2)
+    except OSError as err:  # checked before the run; a full disk now must not hide the result
+        print(f"graphguard: error: cannot write {path}: {err.strerror or err}", file=sys.stderr)
 
 
 def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None) -> None:
