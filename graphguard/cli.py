@@ -178,7 +178,11 @@ def _cmd_run(args: Any) -> int:
             sys.path.pop(0)
     _write_outputs(guard, args, target, status, exc)
     findings = guard.findings
-    sys.stderr.write(render_findings(findings))
+    try:
+        sys.stderr.write(render_findings(findings))
+    except Exception as err:  # a wording bug must not hide the result
+        sys.stderr.write(f"graphguard: error: cannot word the findings ({type(err).__name__}: {err}); "
+                         f"codes: {', '.join(f.code for f in findings)}\n")
     rank = _rank()  # ranks write to one terminal: say whose summary this is
     sys.stderr.write((f"[rank {rank}] " if rank is not None else "") + render_summary_line(findings) + "\n")
     if script_rc:
@@ -261,6 +265,33 @@ def _dump_json(report: dict[str, Any], path: str) -> None:
         print(f"graphguard: error: cannot write {path}: {err.strerror or err}", file=sys.stderr)
 
 
+def _build_report(guard: Any, target: str, status: str, exc: BaseException | None,
+                  quiet: bool = False) -> dict[str, Any] | None:
+    """The JSON report; if a finding cannot be serialized (a graphguard bug), the report without
+    it, and one line saying so: the run's result must still be written."""
+    try:
+        return guard.report(target=target, status=status, exception=exc)
+    except Exception as err:
+        if not quiet:
+            print(f"graphguard: error: some findings left out of the report ({type(err).__name__}: "
+                  f"{err})", file=sys.stderr)
+    everything = guard.findings
+    try:
+        keep = []
+        for f in everything:
+            try:
+                f.to_dict()
+                keep.append(f)
+            except Exception:
+                pass
+        guard.findings = keep
+        return guard.report(target=target, status=status, exception=exc)
+    except Exception:
+        return None
+    finally:
+        guard.findings = everything
+
+
 def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None) -> None:
     """JSON, HTML and diagrams; a failure here is reported, never raised over the user's result."""
     rank = _rank()
@@ -269,7 +300,9 @@ def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseExc
     if json_path and not args.no_diagrams:
         # JSON first, without diagram paths: rendering may take seconds, and a launcher stops
         # the other ranks as soon as one fails (torchrun: SIGTERM within 0.1 s).
-        _dump_json(guard.report(target=target, status=status, exception=exc), json_path)
+        early = _build_report(guard, target, status, exc, quiet=True)
+        if early is not None:
+            _dump_json(early, json_path)
     try:
         if not args.no_diagrams:
             from .report.diagrams import write_diagrams
@@ -279,7 +312,9 @@ def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseExc
         pass
     except Exception as err:  # diagrams are a bonus: never fail the run for them
         print(f"graphguard: diagrams skipped ({type(err).__name__}: {err})", file=sys.stderr)
-    report = guard.report(target=target, status=status, exception=exc)
+    report = _build_report(guard, target, status, exc)
+    if report is None:
+        return
     if json_path:
         _dump_json(report, json_path)
     try:
