@@ -293,7 +293,10 @@ class GraphGuard:
 
     def step(self) -> None:
         """Mark the end of an iteration by hand (for loops without an optimizer)."""
-        self._end_iteration(None)
+        try:
+            self._end_iteration(None)
+        except Exception as err:  # graphguard's failure must not come out of the user's call
+            self._internal_error(err, "ending an iteration")
 
     @contextmanager
     def expect(self, *codes: str) -> Iterator[Expectation]:
