@@ -256,3 +256,68 @@ def test_torch_warning_shown_when_finding_the_user_line_fails(monkeypatch: pytes
             torch.tensor(torch.ones(2))
     assert any("copy construct" in m for m in shown)
     assert fault.hits and "GG901" in [f.code for f in guard.findings]
+
+
+def test_fault_in_a_manual_step_becomes_gg901(monkeypatch: pytest.MonkeyPatch) -> None:
+    Fault([(GraphGuard, "_end_iteration")]).install(monkeypatch)
+    with GraphGuard(mode="raise") as guard:
+        w = torch.randn(3, requires_grad=True)
+        w.exp().sum().backward()
+        guard.step()  # a loop without optimizer marks its iterations by hand
+    assert "GG901" in [f.code for f in guard.findings]
+
+
+def _cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str]:
+    from graphguard.cli import main
+
+    rc = main(list(argv))
+    return rc, capsys.readouterr().err
+
+
+STALE_SCRIPT = """\
+import sys, torch
+w = torch.randn(3, requires_grad=True)
+h = w.exp()
+h.sum().backward()
+try:
+    h.sum().backward()
+except RuntimeError:
+    pass
+sys.exit(4)
+"""
+
+
+def test_cli_still_writes_the_report_when_a_finding_cannot_be_serialized(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    import json
+
+    from graphguard.records import Finding
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(STALE_SCRIPT)
+    orig = Finding.to_dict
+
+    def broken_for_stale(self: Finding) -> dict:
+        if self.code in ("GG001", "GG003"):
+            raise InjectedFault(f"{MARK} in to_dict")
+        return orig(self)
+
+    monkeypatch.setattr(Finding, "to_dict", broken_for_stale)
+    rc, err = _cli(capsys, "run", "--mode", "collect", "--json", "r.json", "--no-diagrams", "train.py")
+    assert rc == 4  # the script's own status
+    assert "Traceback" not in err
+    assert sum(line.startswith("graphguard: error:") for line in err.splitlines()) == 1
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["run"]["status"] == "exited"
+    assert "GG103" in [f["code"] for f in report["findings"]]
+
+
+def test_cli_summary_survives_a_wording_failure(capsys: pytest.CaptureFixture,
+                                                monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(STALE_SCRIPT)
+    Fault([(text_mod, "render_findings")]).install(monkeypatch)  # cli imports it at call time
+    rc, err = _cli(capsys, "run", "--mode", "collect", "--json", "r.json", "--no-diagrams", "train.py")
+    assert rc == 4 and "Traceback" not in err
+    assert "cannot word the findings" in err and "GG003" in err
+    assert (tmp_path / "r.json").exists()
