@@ -231,6 +231,7 @@ def _live_after_cases(paths: list[Path], guarded: bool) -> int:
     return live_tensors()
 
 
+@pytest.mark.slow
 def test_buggy_code_leaves_nothing_behind() -> None:
     """Every case's buggy code, guarded, leaves no more live tensors than it does unguarded
     (run plain first, so that torch's lazy state and the cases' own globals exist already)."""
