@@ -38,10 +38,11 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
     scan: GraphScan = call.scan
     marks = scan.marks
     it = call_iteration(call)
-    # Leaves (AccumulateGrad) are reached by every backward on purpose: never "stale".
-    leafy = {i for i, n in enumerate(scan.nodes) if type(n).__name__ == "AccumulateGrad"}
-    freed_members = {i for i, m in enumerate(marks)
-                     if m is not None and not m.retained and i not in leafy}
+    # Leaves (AccumulateGrad) are reached by every backward on purpose: never "stale". The scan
+    # lists them and the other marked nodes (usually none: then this costs nothing per node).
+    leafy = scan.leaf_index
+    marked = scan.marked_index
+    freed_members = {i for i in marked if not marks[i].retained}
     out = StaleAnalysis("none")
     if freed_members:
         # One freed node is enough to predict the crash; stop there (each check costs ~15 us).
@@ -50,8 +51,7 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
                 out = StaleAnalysis("freed", freed_members, freed=[i])
                 break
     if out.kind == "none":
-        old = {i for i, m in enumerate(marks)
-               if m is not None and m.retained and m.iteration < it and i not in leafy}
+        old = {i for i in marked if marks[i].retained and marks[i].iteration < it}
         if old:
             out = StaleAnalysis("retained", old)
     if out.kind != "none":
