@@ -5,6 +5,7 @@ only, and the caller drops the result before the user's code runs again.
 from __future__ import annotations
 
 import collections
+import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -12,7 +13,8 @@ from typing import Any, Iterator
 import torch
 
 from ..records import Frame
-from .names import _SKIP_TYPES, _candidates, live_user_frames
+from . import sites
+from .names import _SKIP_TYPES, _candidates
 
 __all__ = ["Holder", "find_holders", "MAX_ITEMS"]
 
@@ -90,9 +92,26 @@ def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> I
                 yield from _visit(f"{name}.{attr}", v, frame, depth + 1, seen)
 
 
+def user_frames(max_frames: int = 12) -> list[types.FrameType]:
+    """The live user frames, innermost first; whether a code object is the user's is cached
+    (as sites.user_site does), since resolving paths costs far more than the lookup itself."""
+    out: list[types.FrameType] = []
+    f: types.FrameType | None = sys._getframe(1)
+    cache = sites._INTERNAL
+    while f is not None and len(out) < max_frames:
+        code = f.f_code
+        internal = cache.get(code)
+        if internal is None:
+            internal = cache[code] = sites.is_internal_file(code.co_filename)
+        if not internal:
+            out.append(f)
+        f = f.f_back
+    return out
+
+
 def find_holders(frames: list[types.FrameType] | None = None) -> list[Holder]:
     """Every named holder of tensors with history in the user's frames, innermost frame first."""
-    frames = frames if frames is not None else live_user_frames()
+    frames = frames if frames is not None else user_frames()
     out: list[Holder] = []
     seen: set[int] = set()
     globals_seen: set[int] = set()

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils.weak import WeakIdKeyDictionary
 
+from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, BackwardDone, InplaceOp, StepCall, StepDone
 from ..records import Finding, Related, Site, Subject
 from .base import Rule, display
@@ -15,7 +15,7 @@ from .base import Rule, display
 __all__ = ["MissingZeroGrad"]
 
 PROBES = 3  # stepped gradients checked for non-zero values per backward (see _still_stepped)
-MAX_ALIASES = 4096  # storage pointers remembered for `.data` writes (manual updates)
+MAX_ALIASES = 256  # leaves compared by storage to find the one a `.data` write updates
 
 
 @dataclass
@@ -27,11 +27,7 @@ class _GradState:
     stepped: Site | None = None  # the update (optimizer step or manual write) that used it
     stepped_iteration: int = 0
     onto: Site | None = None  # a later backward added to that same, never-zeroed gradient
-
-
-def _grad_ref(p: torch.Tensor) -> tuple[Any, int] | None:
-    g = p.grad
-    return (weakref.ref(g), g._version) if g is not None else None
+    manual: bool = False  # the update was written by hand, not an optimizer step
 
 
 def _untouched(state: _GradState, p: torch.Tensor) -> bool:
@@ -86,9 +82,11 @@ class MissingZeroGrad(Rule):
     events = (StepDone, BackwardCall, BackwardDone, StepCall, InplaceOp)
 
     def __init__(self) -> None:
-        self.states: WeakIdKeyDictionary = WeakIdKeyDictionary()  # parameter -> _GradState
-        self.aliases: dict[int, Any] = {}  # storage data_ptr -> weakref to a leaf (for `.data` writes)
-        self.done: weakref.WeakSet = weakref.WeakSet()  # optimizers already reported
+        self.states: WeakIdMap[_GradState] = WeakIdMap()  # parameter -> _GradState
+        self.flagged = 0  # states whose gradient a backward added onto after the update
+        self.by_optimizer: WeakIdMap[bool] = WeakIdMap()  # parameters some optimizer stepped
+        self.done: WeakIdMap[bool] = WeakIdMap()  # optimizers already reported
+        self.sizes: WeakIdMap[int] = WeakIdMap()  # optimizer -> parameters it held at its last step
 
     def check(self, event: Any, ctx: Any) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
@@ -112,22 +110,30 @@ class MissingZeroGrad(Rule):
         if call.inputs:
             wanted = {id(t) for t in call.inputs}
             return [v for v in call.scan.leaves if id(v) in wanted]
-        return list(call.scan.leaves)
+        return call.scan.leaves
 
     def _before_backward(self, call: BackwardCall) -> None:
         candidates = []
+        states = self.states
         for p in self._accumulating(call):
-            state = self.states.get(p)
+            state = states.get(p)
             if state is None or state.stepped is None:
                 continue
             if _untouched(state, p):
                 candidates.append((p, state))
             else:
-                state.stepped = state.onto = None  # zeroed, set to None or replaced since the update
+                state.stepped = None  # zeroed, set to None or replaced since the update
+                self._set_onto(state, None)
         if candidates and self._still_stepped([p for p, _ in candidates]):
             for _, state in candidates:
                 if state.onto is None:
-                    state.onto = call.site
+                    self._set_onto(state, call.site)
+
+    def _set_onto(self, state: _GradState, site: Site | None) -> None:
+        # `flagged` counts the states with `onto` set, so that a step can skip the parameter
+        # scan when nothing is suspected (the steady state of correct code)
+        self.flagged += (site is not None) - (state.onto is not None)
+        state.onto = site
 
     @staticmethod
     def _still_stepped(params: list[torch.Tensor]) -> bool:
@@ -140,44 +146,60 @@ class MissingZeroGrad(Rule):
         return False
 
     def _after_backward(self, call: BackwardCall) -> None:
+        if not self.flagged:
+            return
         for p in self._accumulating(call):
             state = self.states.get(p)
-            ref = _grad_ref(p)
-            if state is not None and ref is not None:
+            if state is not None and state.onto is not None and p.grad is not None:
                 # create_graph=True replaces .grad instead of adding in place: follow the new one
-                state.grad, state.version = ref
-            if len(self.aliases) < MAX_ALIASES and ref is not None:
-                try:
-                    self.aliases[p.untyped_storage().data_ptr()] = weakref.ref(p)
-                except Exception:  # storage-less tensors (meta, some subclasses)
-                    pass
+                state.grad, state.version = weakref.ref(p.grad), p.grad._version
 
     def _after_step(self, event: StepDone, ctx: Any) -> None:
         opt = event.optimizer
         if opt is None or opt in self.done:
             return
-        for group in opt.param_groups:
-            for p in group["params"]:
-                self._record_update(p, event.site, ctx.iteration - 1)
+        params = [p for group in opt.param_groups for p in group["params"]]
+        if self.sizes.get(opt) != len(params):  # new optimizer, or add_param_group since
+            self.sizes[opt] = len(params)
+            for p in params:
+                self.by_optimizer[p] = True
+        site, it = event.site, ctx.iteration - 1
+        data = self.states._data
+        for p in params:
+            # the common case inline: this runs for every parameter at every step
+            e = data.get(id(p))
+            state = e[1] if e is not None and e[0]() is p else None
+            g = p.grad
+            if state is None or g is None:
+                self._record_update(p, site, it)
+                continue
+            if state.grad() is not g:
+                state.grad = weakref.ref(g)
+            state.version, state.stepped, state.stepped_iteration = g._version, site, it
+            if state.onto is not None:
+                self._set_onto(state, None)
 
     def _record_update(self, p: torch.Tensor, site: Site, iteration: int) -> None:
         g = p.grad
-        if g is None:
-            self.states.pop(p, None)
-            return
         state = self.states.get(p)
+        if g is None:
+            if state is not None:
+                self._set_onto(state, None)
+                self.states.pop(p)
+            return
         if state is None:
             self.states[p] = _GradState(weakref.ref(g), g._version, site, iteration)
             return
         # reuse the record: this runs for every parameter at every step
         if state.grad() is not g:
             state.grad = weakref.ref(g)
-        state.version, state.stepped, state.stepped_iteration, state.onto = g._version, site, iteration, None
+        state.version, state.stepped, state.stepped_iteration = g._version, site, iteration
+        self._set_onto(state, None)
 
     # ---- judging -------------------------------------------------------------------------------
     def _at_step(self, event: StepCall, ctx: Any) -> list[Finding] | None:
         opt = event.optimizer
-        if opt in self.done:
+        if not self.flagged or opt in self.done:
             return None
         stale = []
         for group in opt.param_groups:
@@ -188,9 +210,10 @@ class MissingZeroGrad(Rule):
                     stale.append((p, state))
         if not stale:
             return None
-        self.done.add(opt)
-        for p, _ in stale:
-            self.states.pop(p, None)
+        self.done[opt] = True
+        for p, state in stale:
+            self._set_onto(state, None)
+            self.states.pop(p)
         hit = ctx.name_of(opt)
         name = hit.name if hit else None
         subject = Subject(name, "optimizer", f"{type(opt).__name__}, {len(stale)} parameter(s)")
@@ -206,31 +229,42 @@ class MissingZeroGrad(Rule):
         # hand-written update (`w -= lr * w.grad`, `w.data.sub_(...)`).
         if event.grad_enabled or ctx.rec.in_step or not isinstance(event.target, torch.Tensor):
             return None
-        leaf = self._leaf_written(event.target)
-        if leaf is None or leaf.grad is None or ctx.is_optimized(leaf):
+        leaf = self._leaf_written(event.target, ctx)
+        if leaf is None or leaf.grad is None or leaf in self.by_optimizer or ctx.is_optimized(leaf):
             return None
         state = self.states.get(leaf)
         if state is not None and state.onto is not None and state.grad() is leaf.grad:
-            self.states.pop(leaf, None)
+            self._set_onto(state, None)
+            self.states.pop(leaf)
             subject = ctx.subject(leaf)
             name = subject.name
             fix = (f"zero it after the update: {name}.grad.zero_()  (or {name}.grad = None)" if name
                    else "zero the gradient after each update: w.grad.zero_()  (or w.grad = None)")
             return [self._finding(ctx, subject, event.site, state, fix, "is updated from gradients", "")]
         self._record_update(leaf, event.site, ctx.iteration)
+        state = self.states.get(leaf)
+        if state is not None:
+            state.manual = True
         return None
 
-    def _leaf_written(self, t: torch.Tensor) -> torch.Tensor | None:
-        if t.requires_grad and t.grad_fn is None:
-            return t
+    def _leaf_written(self, t: torch.Tensor, ctx: Any) -> torch.Tensor | None:
         if t.requires_grad:
+            return t if t.grad_fn is None else None
+        # `w.data -= ...`: a tensor sharing a leaf's storage, invisible to autograd. Looked up only
+        # here (no_grad writes outside optimizer.step, while recording), among the leaves the
+        # guard saw created and those already updated by hand.
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except Exception:  # storage-less tensors (meta, some subclasses)
             return None
-        try:  # `w.data -= ...`: a tensor sharing the leaf's storage, invisible to autograd
-            ref = self.aliases.get(t.untyped_storage().data_ptr())
-        except Exception:
-            return None
-        leaf = ref() if ref is not None else None
-        return leaf if leaf is not None and leaf.shape == t.shape else None
+        for leaf in list(ctx.rec.leaves.keys())[-MAX_ALIASES:] + self._manual():
+            if leaf.shape == t.shape and leaf.untyped_storage().data_ptr() == ptr:
+                return leaf
+        return None
+
+    def _manual(self) -> list[torch.Tensor]:
+        return [e[0]() for e in list(self.states._data.values())
+                if e[0]() is not None and e[1].manual][:MAX_ALIASES]
 
     def _finding(self, ctx: Any, subject: Subject, site: Site, state: _GradState, fix: str,
                  verb: str, count: str) -> Finding:

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils.weak import WeakIdKeyDictionary
 
 from ..capture.graph import summarize
 from ..capture.names import find_name, find_objects, live_user_frames
 from ..capture.owners import find_owner
 from ..capture.sites import is_internal_file
+from ..capture.weakmap import WeakIdMap
 from ..capture.source import (assignment_lines, attribute_assignment_lines, called_names,
                               enclosing_scope)
 from ..context import assigned_name
@@ -127,11 +127,11 @@ class UnregisteredParameter(Rule):
     events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit)
 
     def __init__(self) -> None:
-        self.known: WeakIdKeyDictionary = WeakIdKeyDictionary()  # params present when an optimizer was built
-        self.optimizers: weakref.WeakSet = weakref.WeakSet()  # optimizers whose models were looked at
-        self.born: WeakIdKeyDictionary = WeakIdKeyDictionary()  # Parameter -> site of its first init write
-        self.checked: WeakIdKeyDictionary = WeakIdKeyDictionary()  # leaves judged not ours
-        self.cands: WeakIdKeyDictionary = WeakIdKeyDictionary()  # leaf -> _Group
+        self.known: WeakIdMap[bool] = WeakIdMap()  # params present when an optimizer was built
+        self.optimizers: WeakIdMap[bool] = WeakIdMap()  # optimizers whose models were looked at
+        self.born: WeakIdMap[Site] = WeakIdMap()  # Parameter -> site of its first init write
+        self.checked: WeakIdMap[bool] = WeakIdMap()  # leaves judged not ours (optimized, or not trainable)
+        self.cands: WeakIdMap[_Group] = WeakIdMap()  # leaf -> _Group
         self.groups: dict[tuple, _Group] = {}
         self.searches = 0
 
@@ -159,7 +159,7 @@ class UnregisteredParameter(Rule):
         one of those out of it is a choice (freezing by omission), not this bug."""
         if opt in self.optimizers:
             return
-        self.optimizers.add(opt)
+        self.optimizers[opt] = True
         for _, module in find_objects(torch.nn.Module, live_user_frames()):
             for p in module.parameters():
                 self.known[p] = True
@@ -177,15 +177,22 @@ class UnregisteredParameter(Rule):
     def _collect(self, event: BackwardCall, ctx: Any) -> None:
         if event.api == "grad" or event.inputs or event.scan is None:
             return  # autograd.grad fills no .grad; backward(inputs=...) chose its leaves
-        optimized, checked, cands = ctx.rec.optimized, self.checked, self.cands
-        new = [v for v in event.scan.leaves if v not in optimized and v not in checked and v not in cands]
+        if not len(ctx.rec.optimized):
+            return  # no optimizer known yet (or none at all): nothing to compare with
+        done, cands = self.checked._data, self.cands._data
+        # (WeakIdMap lookups inlined: this runs over every leaf at every backward)
+        new = [v for v in event.scan.leaves
+               if ((e := done.get(id(v))) is None or e[0]() is not v)
+               and ((c := cands.get(id(v))) is None or c[0]() is not v)]
         if not new:
-            return  # the steady state: every leaf already judged
+            return  # the steady state: every leaf already judged (fast lookups only)
+        optimized = ctx.rec.optimized
         found = []
         for v in new:
-            verdict = self._owner_of(v, ctx)
+            # an optimized leaf stays judged: handed to an optimizer is the end of the story
+            verdict = None if v in optimized else self._owner_of(v, ctx)
             if verdict is None:
-                checked[v] = True  # not a trainable tensor of a trained model: not ours
+                self.checked[v] = True  # optimized, or not a trainable tensor of a trained model
             else:
                 found.append((v, verdict))
         if found:

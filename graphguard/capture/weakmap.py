@@ -1,0 +1,71 @@
+"""A fast map from live objects (tensors, parameters) to data, holding the keys weakly.
+
+``torch.utils.weak.WeakIdKeyDictionary`` builds a weak reference for every lookup (about 4-6 us
+on torch 2.13); rules that look at every parameter at every step cannot afford that. Here a
+lookup is a plain dict access by ``id`` plus one identity check against the stored weak
+reference, so a reused id of a dead object never matches. Not for autograd nodes: they cannot
+be weakly referenced, and their ids are reused at once.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Generic, Iterator, TypeVar
+
+__all__ = ["WeakIdMap"]
+
+V = TypeVar("V")
+
+
+class WeakIdMap(Generic[V]):
+    """obj -> value while obj lives; entries disappear when obj is collected."""
+
+    __slots__ = ("_data", "__weakref__")
+
+    def __init__(self) -> None:
+        self._data: dict[int, tuple[weakref.ref, V]] = {}
+
+    def get(self, obj: Any, default: Any = None) -> Any:
+        e = self._data.get(id(obj))
+        if e is not None and e[0]() is obj:
+            return e[1]
+        return default
+
+    def __contains__(self, obj: Any) -> bool:
+        e = self._data.get(id(obj))
+        return e is not None and e[0]() is obj
+
+    def __setitem__(self, obj: Any, value: V) -> None:
+        key = id(obj)
+        e = self._data.get(key)
+        if e is not None and e[0]() is obj:
+            self._data[key] = (e[0], value)
+            return
+        self._data[key] = (weakref.ref(obj, _remover(weakref.ref(self), key)), value)
+
+    def pop(self, obj: Any, default: Any = None) -> Any:
+        e = self._data.get(id(obj))
+        if e is not None and e[0]() is obj:
+            del self._data[id(obj)]
+            return e[1]
+        return default
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def values(self) -> Iterator[V]:
+        return iter([v for _, v in list(self._data.values())])
+
+    def _drop(self, key: int, ref: weakref.ref) -> None:
+        e = self._data.get(key)
+        if e is not None and e[0] is ref:  # not a newer object that took the same id
+            del self._data[key]
+
+
+def _remover(owner: "weakref.ref[WeakIdMap[Any]]", key: int) -> Any:
+    # The callback holds the map weakly too: a dropped map must not live on through its keys.
+    def remove(ref: weakref.ref) -> None:
+        m = owner()
+        if m is not None:
+            m._drop(key, ref)
+
+    return remove
