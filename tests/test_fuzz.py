@@ -34,6 +34,7 @@ REGISTERED = {r.code for r in ALL_RULES}
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad")
 PATTERNS = ("plain", "accumulate", "two_losses", "tbptt", "teacher", "penalty")
 ZERO_GRAD = ("optimizer", "optimizer_keep", "model", "set_none")
+ZERO_AT = ("loop_start", "before_backward", "after_step")
 CUTS = ("detach", "threshold", "no_grad", "item", "argmax", "whole")
 
 
@@ -46,6 +47,7 @@ class Program:
     steps: int  # optimizer steps
     pattern: str
     zero_grad: str
+    zero_at: str  # where the loop zeroes gradients (ZERO_AT)
     seed: int
     misuse: str | None = None  # carry | no_zero_grad | inplace_saved | cut | total_loss
     cut: str = "detach"  # how `cut` cuts (CUTS)
@@ -142,14 +144,15 @@ def run(p: Program) -> list[torch.Tensor]:
         teacher = MLP(p)
         teacher.load_state_dict(model.state_dict())
     for step in range(p.steps):
-        if p.pattern == "accumulate":
+        windowed = p.pattern in ("accumulate", "two_losses")  # several backward calls per step
+        if p.zero_at == "loop_start" or (windowed and p.zero_at == "before_backward"):
             zero(p, opt, model)
+        if p.pattern == "accumulate":
             for micro in range(2):
                 x, y = batch()
                 loss = F.mse_loss(model(x), y) / 2
                 loss.backward()
         elif p.pattern == "two_losses":
-            zero(p, opt, model)
             x, y = batch()
             feats = model.features(x)
             loss_a = F.mse_loss(model.head(feats), y)
@@ -176,9 +179,12 @@ def run(p: Program) -> list[torch.Tensor]:
             if p.misuse == "carry":
                 running = 0.9 * running + 0.1 * pred.mean()  # no .detach(): grows every step
                 loss = loss + 0.01 * running
-            zero(p, opt, model)
+            if p.zero_at == "before_backward":
+                zero(p, opt, model)
             loss.backward()
         opt.step()
+        if p.zero_at == "after_step":
+            zero(p, opt, model)
         if p.misuse == "total_loss":
             total_loss += loss  # keeps every iteration's graph alive
         else:
@@ -211,6 +217,7 @@ def programs(misuse: str | None = None, patterns=PATTERNS, min_steps: int = 2):
         steps=st.integers(min_steps, 4),
         pattern=st.sampled_from(patterns),
         zero_grad=st.sampled_from(ZERO_GRAD),
+        zero_at=st.sampled_from(ZERO_AT),
         seed=st.integers(0, 2**16),
         misuse=st.just(misuse),
         cut=st.sampled_from(CUTS),
