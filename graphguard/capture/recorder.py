@@ -248,11 +248,14 @@ class Recorder:
 
     # ---- saved-tensor hooks (GG005) -----------------------------------------------------------
     def pack(self, t: torch.Tensor) -> Packed:
+        # Runs for every tensor autograd saves, in light mode too. A leaf (no grad_fn) is kept as
+        # it is, as PyTorch itself keeps leaves: the cycle that `t.detach()` avoids (pytorch#115255)
+        # needs t's own grad_fn to be the node that saves it. detach() costs ~1 us per save.
         try:
             if self.recording and not self.busy:
                 p = Packed(t.detach(), t._version, self._cur_op, self.site())
             else:
-                p = Packed(t.detach(), t._version, "", ())
+                p = Packed(t if t.is_leaf else t.detach(), t._version, "", ())
             self.packs.add(p)
             return p
         except Exception as exc:
