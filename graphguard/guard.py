@@ -167,10 +167,20 @@ def _hidden_from_dynamo(fn: F) -> F:
     """Make torch.compile run `fn` eagerly instead of tracing it. A compiled training step calls
     backward and optimizer.step, so Dynamo would trace graphguard's bookkeeping: it breaks the
     graph at sys._getframe and can replay side effects, counting a backward or a step twice.
-    torch._disable_dynamo imports Dynamo lazily, at the first call (optimizer.zero_grad already
-    does the same)."""
-    disable = getattr(torch, "_disable_dynamo", None)
-    return disable(fn) if disable is not None else fn
+    Dynamo is never imported for this (seconds): while it is not loaded, nothing is compiled."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if "torch._dynamo" not in sys.modules:
+            return fn(*args, **kwargs)
+        hidden = call.__dict__.get("_graphguard_hidden")
+        if hidden is None:
+            import torch._dynamo
+
+            hidden = call.__dict__["_graphguard_hidden"] = torch._dynamo.disable(fn, recursive=True)
+        return hidden(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
 
 
 _DYNAMO_SKIPS_ADDED = False
