@@ -244,8 +244,16 @@ class UnregisteredParameter(Rule):
              use: Site | None) -> None:
         key = ((use[0].file, use[0].line) if use else None, name if use is None else None)
         g = self.groups.get(key)
+        if g is None and use is None and name is not None:
+            # unrecorded iteration (light mode): the same name seen earlier belongs to its group
+            g = next((x for x in self.groups.values() if name in x.names), None)
         rec = ctx.rec.leaves.get(v)
         if g is None:
+            if not ctx.rec.recording and how in ("standalone", "unnamed"):
+                # a loose Parameter made fresh each step is often an input whose .grad is read
+                # (a saliency map); reads are seen only while recording, so stay quiet
+                self.checked[v] = True
+                return
             if len(self.groups) >= MAX_GROUPS:
                 return
             born = self.born.get(v) or (rec.site if rec is not None else None)

@@ -23,6 +23,7 @@ BUDGET = 20000  # nodes walked per check, all holders together
 FIRST = 8  # look at every iteration end up to this one; then at powers of two, then every EVERY
 EVERY = 512
 MIN_SPAN = 3  # distinct iterations a holder must span: one kept loss, or two, is no pile
+FOLLOW_UPS = 3  # extra looks at the next iteration ends for a holder that may be growing
 _CAUSES = frozenset({"GG001", "GG004", "GG102"})  # they already explain a graph carried over
 
 
@@ -35,6 +36,7 @@ class _Verdict:
     truncated: bool
     site: Any  # the stamp site of its newest accumulating node, when recorded
     scalar: bool  # the held values are single numbers (`.item()` works)
+    suspect: bool  # may be growing: a kept graph no backward used, or several graphs in a list
 
 
 class GraphLeak(Rule):
@@ -84,6 +86,7 @@ class GraphLeak(Rule):
     def __init__(self) -> None:
         self.checked_at = 0  # the last iteration at which holders were looked at
         self.reported: set[str] = set()  # holder names already reported
+        self.follow: dict[str, int] = {}  # suspect holder -> follow-up looks left before the next due one
 
     def check(self, event: Any, ctx: Any) -> list[Finding] | None:
         it = ctx.iteration
@@ -95,12 +98,13 @@ class GraphLeak(Rule):
             if it == self.checked_at or it < MIN_SPAN - 1:
                 return None
             return self._look(ctx, it)
-        if it <= self.checked_at or not _due(it):
+        if it <= self.checked_at or not (_due(it) or any(self.follow.values())):
             return None
         return self._look(ctx, it)
 
     # ---- looking at the holders ------------------------------------------------------------------
     def _look(self, ctx: Any, it: int) -> list[Finding] | None:
+        due = _due(it)
         self.checked_at = it
         named_elsewhere = {f.subject.name for f in ctx.guard.findings if f.code in _CAUSES}
         budget = [BUDGET]
@@ -111,7 +115,16 @@ class GraphLeak(Rule):
             v = self._judge(h, ctx, it, budget)
             if v is not None and v.spans >= MIN_SPAN:
                 self.reported.add(h.name)
+                self.follow.pop(h.name, None)
                 out.append(self._finding(ctx, h, v))
+            elif v is not None and v.suspect:
+                # a graph kept past its iteration: look again at the next iteration ends (a few
+                # times), since each look can tell at most one new age apart where nothing was
+                # recorded (light mode)
+                left = self.follow.get(h.name)
+                self.follow[h.name] = FOLLOW_UPS if left is None or due else max(0, left - 1)
+            else:
+                self.follow.pop(h.name, None)
         return out
 
     def _judge(self, h: Holder, ctx: Any, it: int, budget: list[int]) -> _Verdict | None:
@@ -163,7 +176,8 @@ class GraphLeak(Rule):
             for i in counted:  # remembered on the nodes, which die with the leak
                 w.nodes[i].metadata[leak_key] = h.name
         scalar = all(t.numel() == 1 for t in h.tensors)
-        return _Verdict(len(spans), nodes, w.truncated, site, scalar)
+        suspect = len(roots) > 1 if h.kind == "container" else roots[0].metadata.get(mark_key) is None
+        return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect)
 
     # ---- wording ---------------------------------------------------------------------------------
     def _finding(self, ctx: Any, h: Holder, v: _Verdict) -> Finding:
