@@ -554,6 +554,26 @@ def test_stale_graph_through_a_compiled_module():
         ("GG001", "ref", line)]
 
 
+def test_guard_does_not_import_dynamo_by_itself():
+    """Importing Dynamo takes seconds: a loop that never compiles (nor calls
+    optimizer.zero_grad, which imports it) must not pay for graphguard's torch.compile support."""
+    code = (
+        "import sys, torch\n"
+        "from graphguard import GraphGuard\n"
+        "m = torch.nn.Linear(3, 1)\n"
+        "with GraphGuard():\n"
+        "    for i in range(3):\n"
+        "        m.zero_grad()\n"
+        "        m(torch.randn(2, 3)).sum().backward()\n"
+        "        with torch.no_grad():\n"
+        "            for p in m.parameters():\n"
+        "                p -= 0.1 * p.grad\n"
+        "print('torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
+
+
 @pytest.mark.slow
 def test_inductor_compiled_module():
     """The default backend (C++ code generation): minutes cold on a small CPU machine."""
