@@ -619,8 +619,7 @@ class GraphGuard:
             return
         self.rec.busy = True
         try:
-            params = [p for g in opt.param_groups for p in g["params"]]
-            self.rec.mark_optimized(params)
+            self.rec.mark_optimizer_params(opt)
             event = StepCall(user_site(1), opt)
         except Exception as err:
             self._internal_error(err, "checking an optimizer step")

@@ -54,6 +54,8 @@ class Recorder:
         self.leaves: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> LeafRecord
         self.leaf_sites: dict[tuple, LeafSite] = {}
         self.optimized: WeakIdKeyDictionary = WeakIdKeyDictionary()  # param -> optimizer name hint
+        # optimizer -> weak references to the parameters marked at its last step
+        self._marked_params: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
         self.cuts: dict[int, Cut] = {}
         self._cut_keys: dict[tuple, int] = {}
         self._next_cut = 0
@@ -237,6 +239,22 @@ class Recorder:
             rec = self.leaves.get(t)
             if rec is not None:
                 rec.stats.used = True
+
+    def mark_optimizer_params(self, opt: Any) -> None:
+        """mark_optimized for an optimizer's parameters, at each of its steps. Skipped when its
+        parameter list is the one marked at its previous step (the usual case: the weak lookups
+        cost a few microseconds per parameter, at every step of a long run)."""
+        params = [p for g in opt.param_groups for p in g["params"]]
+        try:
+            before = self._marked_params.get(opt)
+        except TypeError:  # an optimizer subclass that cannot be hashed: mark every time
+            self.mark_optimized(params)
+            return
+        if before is not None and len(before) == len(params) and all(
+                r() is p for r, p in zip(before, params)):
+            return
+        self.mark_optimized(params)
+        self._marked_params[opt] = [weakref.ref(p) for p in params if isinstance(p, torch.Tensor)]
 
     def mark_optimized(self, params: Any) -> None:
         for p in params:
