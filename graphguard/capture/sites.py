@@ -33,6 +33,10 @@ def _roots() -> tuple[str, ...]:
 _ROOTS: tuple[str, ...] | None = None
 # code object -> internal?  Code objects live as long as their functions, so this stays small.
 _INTERNAL: dict[object, bool] = {}
+# The same, keyed by id(code), for user_site: a code object's hash is not cached (it hashes its
+# constants and names again each time, ~1 us a frame, and user_site looks at every frame of the
+# stack three times per iteration). The entry holds the code, so its id is not reused meanwhile.
+_INTERNAL_BY_ID: dict[int, tuple[object, bool]] = {}
 
 
 def is_internal_file(filename: str) -> bool:
@@ -53,15 +57,18 @@ def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
         f = sys._getframe(depth + 1)
     except ValueError:
         return ()
-    internal = _INTERNAL
+    by_id = _INTERNAL_BY_ID
     out: list[Frame] = []
     budget = 96  # frames examined at most: deep framework stacks must not make every op slow
     while f is not None and budget:
         budget -= 1
         code = f.f_code
-        flag = internal.get(code)
-        if flag is None:
-            flag = internal[code] = is_internal_file(code.co_filename)
+        entry = by_id.get(id(code))
+        if entry is None:
+            flag = is_internal_file(code.co_filename)
+            by_id[id(code)] = (code, flag)
+        else:
+            flag = entry[1]
         if not flag:
             out.append(Frame(code.co_filename, f.f_lineno, code.co_name))
             if len(out) >= max_frames:
