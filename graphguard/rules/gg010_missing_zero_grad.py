@@ -211,9 +211,6 @@ class MissingZeroGrad(Rule):
         if not stale:
             return None
         self.done[opt] = True
-        for p, state in stale:
-            self._set_onto(state, None)
-            self.states.pop(p)
         hit = ctx.name_of(opt)
         name = hit.name if hit else None
         subject = Subject(name, "optimizer", f"{type(opt).__name__}, {len(stale)} parameter(s)")
@@ -222,7 +219,11 @@ class MissingZeroGrad(Rule):
         first = ctx.name_of(stale[0][0])
         count = f" ({len(stale)} parameter{'s' if len(stale) > 1 else ''}" + (
             f", e.g. {first.name})" if first else ")")
-        return [self._finding(ctx, subject, event.site, stale[0][1], fix, "steps on gradients", count)]
+        found = self._finding(ctx, subject, event.site, stale[0][1], fix, "steps on gradients", count)
+        for p, state in stale:
+            self._set_onto(state, None)
+            self.states.pop(p)
+        return [found]
 
     def _at_manual_update(self, event: InplaceOp, ctx: Any) -> list[Finding] | None:
         # A write into a leaf that has a gradient, under no_grad and outside optimizer.step(): a
@@ -234,13 +235,14 @@ class MissingZeroGrad(Rule):
             return None
         state = self.states.get(leaf)
         if state is not None and state.onto is not None and state.grad() is leaf.grad:
-            self._set_onto(state, None)
-            self.states.pop(leaf)
             subject = ctx.subject(leaf)
             name = subject.name
             fix = (f"zero it after the update: {name}.grad.zero_()  (or {name}.grad = None)" if name
                    else "zero the gradient after each update: w.grad.zero_()  (or w.grad = None)")
-            return [self._finding(ctx, subject, event.site, state, fix, "is updated from gradients", "")]
+            found = self._finding(ctx, subject, event.site, state, fix, "is updated from gradients", "")
+            self._set_onto(state, None)
+            self.states.pop(leaf)
+            return [found]
         self._record_update(leaf, event.site, ctx.iteration)
         state = self.states.get(leaf)
         if state is not None:

@@ -266,8 +266,10 @@ class UnregisteredParameter(Rule):
             rec.stats.used = True
         if name and name not in g.names:
             g.names.append(name)
-        g.joined.add(ctx.iteration)
-        g.leaves.append(weakref.ref(v))
+        if len(g.joined) < 8:  # two iterations already tell "built anew at every call"
+            g.joined.add(ctx.iteration)
+        # keep the newest few: a layer built in forward adds new leaves at every call
+        g.leaves = [r for r in g.leaves[-15:] if r() is not None] + [weakref.ref(v)]
         self.cands[v] = g
 
     # ---- judging ---------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import linecache
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 
 from ..capture.graph import walk
 from ..capture.holders import Holder, find_holders
