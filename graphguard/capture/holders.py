@@ -5,6 +5,7 @@ only, and the caller drops the result before the user's code runs again.
 from __future__ import annotations
 
 import collections
+import itertools
 import sys
 import types
 from dataclasses import dataclass, field
@@ -44,7 +45,9 @@ def _history(t: Any) -> bool:
 
 def _elements(value: Any) -> Iterator[Any]:
     """The newest elements of a sequence, and tensors one level down (`(loss, acc)` tuples)."""
-    seq = list(value)[-MAX_ITEMS:] if not isinstance(value, tuple) else value[:MAX_ITEMS]
+    # the newest elements, without copying a long container
+    seq = value[-MAX_ITEMS:] if isinstance(value, (list, tuple)) else \
+        list(itertools.islice(reversed(value), MAX_ITEMS))
     for x in seq:
         if isinstance(x, (tuple, list)) and len(x) <= 8:
             yield from x
@@ -70,9 +73,7 @@ def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> I
         return
     if isinstance(value, dict):
         seen.add(id(value))
-        for i, (k, v) in enumerate(list(value.items())):
-            if i >= MAX_ITEMS:
-                break
+        for k, v in list(itertools.islice(value.items(), MAX_ITEMS)):
             if isinstance(k, (str, int)) and isinstance(v, (torch.Tensor, *_SEQ)) and depth < 2:
                 yield from _visit(f"{name}[{k!r}]", v, frame, depth + 1, seen)
         return
@@ -81,7 +82,7 @@ def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> I
         # one level into the user's own objects (a logger, a trainer, a module's plain attributes)
         seen.add(id(value))
         try:
-            items = list(vars(value).items())[:MAX_ITEMS]
+            items = list(itertools.islice(vars(value).items(), MAX_ITEMS))
         except TypeError:
             return
         private = "_" if isinstance(value, torch.nn.Module) else "__"  # torch's own bookkeeping
