@@ -47,7 +47,7 @@ class StaleGraph(Rule):
     slug = "stale-graph"
     severity = "error"
     summary = "backward reaches graph parts freed (or re-run) by an earlier iteration's backward"
-    template = ("{name} was built in iteration {made_in} and its graph was already used by the "
+    template = ("{name} was built {made_in} and its graph was already used by the "
                 "backward at line {consumed_line}; this backward would run through it again{crash}. "
                 "Fix: {fix}")
     events = (BackwardCall,)
@@ -75,7 +75,8 @@ class StaleGraph(Rule):
         crash = " and fail (its saved buffers were freed)" if a.kind == "freed" else " (retain_graph keeps it alive)"
         return [self.finding(
             ctx, subject, ctx.loc(event.site), fix,
-            {"made_in": subject.created_in_iteration if subject.created_in_iteration is not None else "an earlier iteration",
+            {"made_in": (f"in iteration {subject.created_in_iteration}" if subject.created_in_iteration is not None
+                         else "in an earlier iteration"),
              "consumed_line": consumed.line if consumed else "?", "crash": crash,
              "fix": fix, "name": display(name)},
             related, graph=snapshot(event, a, name, f"GG001: {name or 'stale graph'}", ctx.creation))]

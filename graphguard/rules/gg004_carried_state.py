@@ -50,7 +50,7 @@ class CarriedState(Rule):
     slug = "carried-state"
     severity = "error"
     summary = "state carried across iterations without detach: the graph grows every iteration"
-    template = ("{name} carries its graph from iteration {made_in} into this one ({stale} old graph "
+    template = ("{name} carries its graph from {made_in} into this one ({stale} old graph "
                 "nodes reached{crash}); detach it at the start of each iteration. Fix: {fix}")
     events = (BackwardCall,)
 
@@ -77,6 +77,6 @@ class CarriedState(Rule):
             related.append(Related("assigned-at", name, None, subject.created_at))
         crash = ", whose buffers are freed: this backward would fail" if a.kind == "freed" else ""
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"made_in": st.iteration if st else "?", "stale": len(a.members),
+                             {"made_in": f"iteration {st.iteration}" if st else "an earlier iteration", "stale": len(a.members),
                               "crash": crash, "fix": fix, "name": display(name)},
                              related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}", ctx.creation))]
