@@ -16,7 +16,7 @@ import torch
 from ..records import Frame
 from .names import _candidates, live_user_frames
 
-__all__ = ["Owner", "find_owner", "MAX_MODULES"]
+__all__ = ["Owner", "find_owner", "user_modules", "MAX_MODULES"]
 
 MAX_MODULES = 2000  # modules looked into per search
 MAX_ITEMS = 64  # elements of one plain container looked into
@@ -76,23 +76,37 @@ def _search(t: torch.Tensor, module: torch.nn.Module, prefix: str, budget: list[
     return None
 
 
-def find_owner(t: torch.Tensor, frames: list[types.FrameType] | None = None) -> Owner | None:
-    """The best place `t` is found inside a module held by the user (registered first)."""
+def user_modules(frames: list[types.FrameType] | None = None) -> Iterator[tuple[str, Any, Frame]]:
+    """(name, module, frame) for the nn.Modules the user's frames hold: directly, or one level
+    down in a list, tuple or dict (`models["D"]`). Each module once, innermost frame first."""
     frames = frames if frames is not None else live_user_frames()
     seen: set[int] = set()
-    best: Owner | None = None
-    budget = [MAX_MODULES]
     for f in frames:
         fr = Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
         for name, value, _ in _candidates(f):
-            if not isinstance(value, torch.nn.Module) or id(value) in seen:
+            if isinstance(value, torch.nn.Module):
+                found = [(name, value)]
+            elif isinstance(value, (list, tuple, dict)) and not isinstance(value, torch.Size):
+                found = [(f"{name}{key}", x) for key, x in _container_items(value)
+                         if isinstance(x, torch.nn.Module)]
+            else:
                 continue
-            seen.add(id(value))
-            found = _search(t, value, name, budget, False)
-            if found and (best is None or _HOW_RANK[found[1]] < _HOW_RANK[best.how]):
-                best = Owner(found[0], found[1], fr, value)
-                if best.how == "registered":
-                    return best
-            if budget[0] < 0:
+            for n, m in found:
+                if id(m) not in seen:
+                    seen.add(id(m))
+                    yield n, m, fr
+
+
+def find_owner(t: torch.Tensor, frames: list[types.FrameType] | None = None) -> Owner | None:
+    """The best place `t` is found inside a module held by the user (registered first)."""
+    best: Owner | None = None
+    budget = [MAX_MODULES]
+    for name, module, fr in user_modules(frames):
+        found = _search(t, module, name, budget, False)
+        if found and (best is None or _HOW_RANK[found[1]] < _HOW_RANK[best.how]):
+            best = Owner(found[0], found[1], fr, module)
+            if best.how == "registered":
                 return best
+        if budget[0] < 0:
+            return best
     return best

@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from ..capture.graph import summarize
-from ..capture.names import find_name, find_objects, live_user_frames
-from ..capture.owners import find_owner
+from ..capture.names import find_name
+from ..capture.owners import find_owner, user_modules
 from ..capture.sites import is_internal_file
 from ..capture.weakmap import WeakIdMap
 from ..capture.source import (assignment_lines, attribute_assignment_lines, called_names,
@@ -160,7 +160,7 @@ class UnregisteredParameter(Rule):
         if opt in self.optimizers:
             return
         self.optimizers[opt] = True
-        for _, module in find_objects(torch.nn.Module, live_user_frames()):
+        for _, module, _ in user_modules():
             for p in module.parameters():
                 self.known[p] = True
 
