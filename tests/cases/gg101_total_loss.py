@@ -46,7 +46,7 @@ def buggy():
             optimizer.step()
             total_loss += loss  # expect: GG101 total_loss
             sizes.append(graph_size(total_loss))
-        print(f"epoch {epoch}: {float(total_loss) / 5:.3f}")
+        print(f"epoch {epoch}: {total_loss.item() / 5:.3f}")
     assert all(a < b for a, b in zip(sizes[:4], sizes[1:5]))  # every batch's graph stays alive
 
 
