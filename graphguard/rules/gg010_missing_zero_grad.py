@@ -30,12 +30,6 @@ class _GradState:
     manual: bool = False  # the update was written by hand, not an optimizer step
 
 
-def _untouched(state: _GradState, p: torch.Tensor) -> bool:
-    """p.grad is the very tensor the update used, not written since: nobody zeroed it."""
-    g = p.grad
-    return g is not None and state.grad() is g and g._version == state.version
-
-
 class MissingZeroGrad(Rule):
     """## What it does
     Follows each parameter's `.grad` from one update to the next: an `optimizer.step()` (or a
@@ -114,15 +108,20 @@ class MissingZeroGrad(Rule):
 
     def _before_backward(self, call: BackwardCall) -> None:
         candidates = []
-        states = self.states
+        data = self.states._data  # (WeakIdMap lookups inlined: every leaf, every backward)
         for p in self._accumulating(call):
-            state = states.get(p)
-            if state is None or state.stepped is None:
+            e = data.get(id(p))
+            if e is None or e[0]() is not p:
                 continue
-            if _untouched(state, p):
-                candidates.append((p, state))
-            else:
-                state.stepped = None  # zeroed, set to None or replaced since the update
+            state = e[1]
+            if state.stepped is None:
+                continue
+            g = p.grad
+            if g is not None and state.grad() is g and g._version == state.version:
+                candidates.append((p, state))  # untouched since the update: nobody zeroed it
+                continue
+            state.stepped = None  # zeroed, set to None or replaced since the update
+            if state.onto is not None:
                 self._set_onto(state, None)
         if candidates and self._still_stepped([p for p, _ in candidates]):
             for _, state in candidates:
