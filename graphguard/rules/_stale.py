@@ -103,9 +103,9 @@ def _carried(scan: GraphScan, a: StaleAnalysis) -> bool:
 
 def snapshot(call: BackwardCall, a: StaleAnalysis, label: str | None, title: str,
              creation: Any = None) -> GraphSnapshot:
-    roles: dict[int, list[str]] = {0: ["root"]}
-    for i in a.members:
-        roles.setdefault(i, []).append("stale")
+    # one comprehension, not a setdefault per member: a stale part can be 100,000 nodes
+    roles: dict[int, list[str]] = {0: ["root", "stale"] if 0 in a.members else ["root"]}
+    roles.update({i: ["stale"] for i in a.members if i != 0})
     # which stale nodes would actually raise (~15 us each): all of them in a drawable graph
     check = sorted(a.members)[:MAX_SNAPSHOT_NODES] if a.kind == "freed" else []
     for i in sorted(set(a.freed) | {i for i in check if call.scan.freed(i)}):
