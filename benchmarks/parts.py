@@ -1,0 +1,98 @@
+"""Where GraphGuard's steady-state cost goes: one guard, parts switched off step by step.
+
+Inside one guard in light mode, each timed step runs with the whole guard on, with it off
+(dormant, saved-tensor hooks popped), or with one part off; the variants alternate step by step
+in a shuffled order, so that a machine whose load drifts (2 shared cores) hits all of them alike.
+The difference of medians is each part's marginal cost per step. A tool for profiling, not a
+budget check (overhead.py is).
+
+    python benchmarks/parts.py ellipse,mlp --steps 200
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+
+from graphguard import GraphGuard  # noqa: E402
+from workloads import WORKLOADS  # noqa: E402
+
+__all__ = ["measure_parts"]
+
+PARTS = ["off", "on", "no_saved_hooks", "no_rules", "no_backward_check"]
+
+
+def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
+    """Switch `part` off; return what switches it back on."""
+    autograd = torch._C._autograd
+    if part in ("off", "no_saved_hooks"):
+        g._pop_saved_hooks()
+    if part == "off":
+        g._dormant = True
+    if part == "no_rules":
+        g._dispatch = lambda event, raising=True: None  # type: ignore[method-assign]
+    if part == "no_backward_check":
+        g._backward = lambda api, orig, args, kwargs: orig(*args, **kwargs)  # type: ignore[method-assign]
+
+    def undo() -> None:
+        if part in ("off", "no_saved_hooks"):
+            autograd._push_saved_tensors_default_hooks(g.rec.pack, g.rec.unpack)
+        g._dormant = False
+        g.__dict__.pop("_dispatch", None)
+        g.__dict__.pop("_backward", None)
+
+    return undo
+
+
+def measure_parts(name: str, steps: int, warmup: int = 12) -> dict[str, Any]:
+    step = WORKLOADS[name].build()
+    for _ in range(3):
+        step()
+    times: dict[str, list[float]] = {p: [] for p in PARTS}
+    rng = random.Random(0)
+    clock = time.thread_time
+    with GraphGuard() as g:
+        for _ in range(warmup):
+            step()
+        for _ in range(steps):
+            order = PARTS[:]
+            rng.shuffle(order)
+            for part in order:
+                undo = _switch(g, part)
+                t0 = clock()
+                step()
+                times[part].append(clock() - t0)
+                undo()
+        findings = [f.code for f in g.findings]
+    med = {p: statistics.median(v) for p, v in times.items()}
+    return {"workload": name, "off_ms": med["off"] * 1e3, "on_ratio": med["on"] / med["off"],
+            "guard_us": (med["on"] - med["off"]) * 1e6,
+            "parts_us": {p: (med["on"] - med[p]) * 1e6 for p in PARTS[2:]}, "findings": findings}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workloads", nargs="?", default="ellipse,mlp")
+    ap.add_argument("--steps", type=int, default=200)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    for name in args.workloads.split(","):
+        r = measure_parts(name, args.steps)
+        parts = "  ".join(f"{p} {v:+.0f} us" for p, v in r["parts_us"].items())
+        print(f"{name:12s} plain {r['off_ms']:.3f} ms  guard {r['on_ratio']:.3f}x "
+              f"({r['guard_us']:+.0f} us/step)  of which: {parts}  findings {r['findings']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
