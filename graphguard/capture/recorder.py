@@ -254,7 +254,10 @@ class Recorder:
                 r() is p for r, p in zip(before, params)):
             return
         self.mark_optimized(params)
-        self._marked_params[opt] = [weakref.ref(p) for p in params if isinstance(p, torch.Tensor)]
+        try:
+            self._marked_params[opt] = [weakref.ref(p) for p in params if isinstance(p, torch.Tensor)]
+        except TypeError:  # an optimizer (or parameter) that cannot be weakly referenced
+            pass
 
     def mark_optimized(self, params: Any) -> None:
         for p in params:
