@@ -1,6 +1,7 @@
 """GG004 carried-state: last iteration's value, with its graph, feeds this iteration's."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -70,7 +71,14 @@ class CarriedState(Rule):
         subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
                               iteration=st.iteration if st else None)
         name = subject.name
-        fix = f"{name} = {name}.detach()" if name else "call .detach() on the carried tensor"
+        holder = re.fullmatch(r"(.+)\[-?\d+\]", name or "")
+        if holder:  # an element of an (h, c) tuple: tuples cannot be assigned into
+            base = holder.group(1)
+            fix = f"{base} = tuple(t.detach() for t in {base})"
+        elif name:
+            fix = f"{name} = {name}.detach()"
+        else:
+            fix = "call .detach() on the carried tensor"
         prev = ctx.loc(a.mark.site) if a.mark else None
         related = [Related("consumed-by", None, "backward", prev, a.mark.iteration if a.mark else None)]
         if subject.created_at:
