@@ -194,8 +194,10 @@ def update_docs(table: str, result: dict[str, Any], path: Path = DOCS) -> None:
     """Replace the table between the markers in docs/performance.md (with its machine line)."""
     m = result["machine"]
     s = result["settings"]
+    load = m["load_average_at_start"]
+    load = " / ".join(f"{x:.1f}" for x in load) if load else "?"
     block = (f"{TABLE_BEGIN}\nMeasured {m['date']} on {m['cpu']}, {m['cores']} cores "
-             f"(load average at start {m['load_average_at_start']}), Python {m['python']}, "
+             f"(load average at start {load}: other test runs shared them), Python {m['python']}, "
              f"torch {m['torch']}, {m['torch_threads']} torch thread; {s['rounds']} rounds"
              f"{' (--quick)' if s['quick'] else ''}, blocks of about {s['block_seconds']} s CPU.\n\n"
              f"{table}\n{TABLE_END}")
