@@ -115,6 +115,15 @@ class RuleContext:
         return Subject(name, kind, summarize(t) if t is not None else "",
                        self.loc(site, hit.frame if hit else None), iteration)
 
+    def subject_of_node(self, node: Any, hit: NameHit | None = None) -> Subject:
+        """Describe the tensor whose grad_fn is `node`: its user name (looked up unless given),
+        and where and in which iteration the node was made."""
+        if hit is None:
+            hit = self.name_of_node(node)
+        st = self.stamp(node)
+        return self.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
+                            iteration=st.iteration if st else None)
+
     def optimizers(self) -> list[tuple[str, Any]]:
         return find_objects(torch.optim.Optimizer)
 

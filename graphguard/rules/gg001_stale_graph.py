@@ -63,10 +63,7 @@ class StaleGraph(Rule):
             # whose only danger, weights stepped in between, is GG005's.
             return None
         node = event.scan.nodes[a.boundary]
-        hit = ctx.name_of_node(node)
-        st = ctx.stamp(node)
-        subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
-                              iteration=st.iteration if st else None)
+        subject = ctx.subject_of_node(node)
         name = subject.name
         fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
                else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")

@@ -53,10 +53,7 @@ class DoubleBackward(Rule):
         if a.kind != "freed" or a.same_call_line or a.carried:
             return None
         node = event.scan.nodes[a.marked_boundary]
-        hit = ctx.name_of_node(node)
-        st = ctx.stamp(node)
-        subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
-                              iteration=st.iteration if st else None)
+        subject = ctx.subject_of_node(node)
         name = subject.name
         first = ctx.loc(a.mark.site) if a.mark else None
         shared = f"{name}.detach()" if name else ".detach() on the shared tensor"

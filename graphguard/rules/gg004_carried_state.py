@@ -68,8 +68,7 @@ class CarriedState(Rule):
                         and (s := ctx.stamp(v.grad_fn)) is not None and _site_key(s.site) == key)
         if hit is None:
             hit = ctx.name_of_node(node)
-        subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
-                              iteration=st.iteration if st else None)
+        subject = ctx.subject_of_node(node, hit)
         name = subject.name
         holder = re.fullmatch(r"(.+)\[-?\d+\]", name or "")
         if holder:  # an element of an (h, c) tuple: tuples cannot be assigned into
