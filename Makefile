@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # torch 2.13.0 (CPU build) is on this machine's disk; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test bench docs clean
+.PHONY: demo test bench accuracy docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/overhead.py
+
+# graphguard, plain PyTorch and detect_anomaly on benchmarks/realbugs; rewrites docs/accuracy.md
+accuracy: $(VENV)/.installed
+	$(PY) benchmarks/accuracy.py
 
 docs: $(VENV)/.installed
 	$(PY) -m graphguard.docs > docs/rules.md

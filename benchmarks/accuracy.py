@@ -1,0 +1,536 @@
+"""Score graphguard and two baselines on the realbugs benchmark (benchmarks/realbugs/).
+
+Each manifest case runs three times, each in its own subprocess (cwd: the repository root):
+  graphguard      `graphguard run --mode collect --no-diagrams --json R.json case.py`; only the JSON
+                  report is read;
+  plain PyTorch   the script as `__main__` (runpy.run_path, its folder first on sys.path, as
+                  `python case.py` does); its stderr traceback is read;
+  detect_anomaly  the same with torch.autograd.set_detect_anomaly(True) set before the script runs;
+                  stderr (traceback, and the anomaly warning's forward traceback) is read.
+The baselines run in a fork server: a process that has imported torch (and run nothing) forks one
+child per run, so that each run is a fresh process without paying torch's import each time.
+A run that takes longer than `--timeout` seconds is killed and counts as no detection.
+
+    python benchmarks/accuracy.py                    # all cases, all tools; rewrites docs/accuracy.md
+    python benchmarks/accuracy.py --no-baselines --category stale-graph,cut-path --json /tmp/r.json
+    python benchmarks/accuracy.py --cases stale-graph/which_is_freed.py -j 2
+
+Scores (over the buggy cases; `early` over the cases that crash under plain PyTorch):
+  detected  a finding (any severity) with one of the case category's codes (baselines: the program raises);
+  exact     such a finding with the category's primary code (baselines: not applicable);
+  located   such a finding's location, subject.created_at or a related location is the offender's
+            line or one of its fix lines (baselines: a traceback line of the case's files is);
+  named     such a finding's subject.name is the offender's name (baselines: the name appears in the
+            error text);
+  early     such a finding has before_crash: true (crash cases; baselines never);
+  false alarms  clean programs with a finding of severity warning or error (baselines: a clean
+            program that raises).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE / "realbugs"))
+
+import verify  # noqa: E402
+
+__all__ = ["TOOLS", "Outcome", "Score", "main", "run_tool", "score", "render_docs"]
+
+DOCS = ROOT / "docs" / "accuracy.md"
+VENV_BIN = ROOT / ".venv" / "bin"
+TOOLS = ("graphguard", "plain", "anomaly")
+TOOL_LABELS = {"graphguard": "graphguard", "plain": "plain PyTorch", "anomaly": "detect_anomaly"}
+FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+@dataclass
+class Outcome:
+    """What one tool made of one case."""
+    file: str
+    tool: str
+    status: str  # "ok" | "raised" | "timeout" | "no-report"
+    seconds: float
+    detected: bool = False
+    exact: bool = False
+    located: bool = False
+    named: bool = False
+    early: bool = False
+    alarm: bool = False  # clean cases: a false alarm
+    findings: list[dict[str, Any]] = field(default_factory=list)  # graphguard: code, severity, name, lines
+    error: str = ""  # baselines: the exception text (first 300 characters)
+
+
+def _python() -> str:
+    exe = VENV_BIN / "python"
+    return str(exe) if exe.exists() else sys.executable
+
+
+def _graphguard() -> list[str]:
+    exe = VENV_BIN / "graphguard"
+    return [str(exe)] if exe.exists() else [_python(), "-m", "graphguard"]
+
+
+def _resolve(path: str | None, cwd: Path) -> Path | None:
+    if not path:
+        return None
+    p = Path(path)
+    return (p if p.is_absolute() else cwd / p).resolve()
+
+
+def _targets(entry: dict[str, Any]) -> set[tuple[Path, int]]:
+    """(resolved file, line) of the offender's line and the fix lines."""
+    refs = [(entry.get("offender") or {}).get("line")] + list(entry.get("fix_lines") or [])
+    out: set[tuple[Path, int]] = set()
+    for ref in refs:
+        lr = verify.parse_line_ref(ref, entry["file"])
+        if lr is not None:
+            out.add((lr.path.resolve(), lr.line))
+    return out
+
+
+def _places(finding: dict[str, Any], cwd: Path) -> list[tuple[Path, int]]:
+    """Every (file, line) a finding points at: location, subject.created_at, related locations."""
+    locs = [finding.get("location"), (finding.get("subject") or {}).get("created_at")]
+    locs += [(r or {}).get("location") for r in finding.get("related") or []]
+    out = []
+    for loc in locs:
+        if isinstance(loc, dict) and isinstance(loc.get("line"), int):
+            p = _resolve(loc.get("file"), cwd)
+            if p is not None:
+                out.append((p, loc["line"]))
+    return out
+
+
+def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome, cwd: Path) -> None:
+    findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
+    o.findings = [{"code": f.get("code"), "severity": f.get("severity"),
+                   "name": (f.get("subject") or {}).get("name"),
+                   "lines": sorted({f"{p.name}:{ln}" for p, ln in _places(f, cwd)})} for f in findings]
+    if entry.get("clean"):
+        o.alarm = any(f.get("severity") in ("warning", "error") for f in findings)
+        return
+    codes = verify.CATEGORIES.get(entry.get("category", ""), ())
+    relevant = [f for f in findings if f.get("code") in codes]
+    targets = _targets(entry)
+    name = (entry.get("offender") or {}).get("name")
+    o.detected = bool(relevant)
+    o.exact = any(f.get("code") == codes[0] for f in relevant)
+    o.located = any(pl in targets for f in relevant for pl in _places(f, cwd))
+    o.named = any((f.get("subject") or {}).get("name") == name for f in relevant) if name else False
+    o.early = (entry.get("symptom") or {}).get("kind") == "raises" and any(
+        f.get("before_crash") is True for f in relevant)
+
+
+def _error_text(stderr: str) -> str:
+    """The exception text of the last traceback in `stderr` (lines after its frames)."""
+    i = stderr.rfind("Traceback (most recent call last)")
+    if i < 0:
+        return ""
+    lines = stderr[i:].splitlines()[1:]
+    k = 0
+    while k < len(lines) and (lines[k].startswith((" ", "\t")) or not lines[k].strip()):
+        k += 1
+    return "\n".join(lines[k:]).strip()
+
+
+def _score_baseline(entry: dict[str, Any], rc: int, stderr: str, o: Outcome, cwd: Path) -> None:
+    raised = rc != 0 and "Traceback (most recent call last)" in stderr
+    o.status = "raised" if raised else "ok"
+    o.error = _error_text(stderr)[:300] if raised else ""
+    if entry.get("clean"):
+        o.alarm = raised
+        return
+    if not raised:
+        return
+    files = {p.resolve() for p in verify.case_files(entry["file"])}
+    frames = {(p, int(ln)) for f, ln in FRAME.findall(stderr)
+              if (p := _resolve(f, cwd)) is not None and p in files}
+    name = (entry.get("offender") or {}).get("name")
+    o.detected = True
+    o.located = bool(frames & _targets(entry))
+    o.named = bool(name) and re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", _error_text(stderr)) is not None
+
+
+def _child(case: str, anomaly: bool, stderr_path: str) -> None:
+    """In a forked child: run `case` as `__main__` (as `python case.py`, or with detect_anomaly),
+    stderr into `stderr_path`; never returns."""
+    import runpy
+    import traceback
+    code = 0
+    try:
+        out = os.open(os.devnull, os.O_WRONLY)
+        err = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        sys.argv = [case]
+        sys.path.insert(0, os.path.dirname(case))
+        if anomaly:
+            import torch
+            torch.autograd.set_detect_anomaly(True)
+        runpy.run_path(case, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - printed like the interpreter does
+        traceback.print_exc()
+        code = 1
+    finally:
+        with_flush = (sys.stdout, sys.stderr)
+        for f in with_flush:
+            try:
+                f.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
+def _serve() -> int:
+    """Fork server: per stdin line {"case", "anomaly", "stderr", "timeout"}, fork a child that runs
+    the case; answer {"rc"} (or {"rc": null} on timeout, the child killed) on stdout."""
+    import signal
+    import torch  # noqa: F401 - imported once, inherited by every child
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    proto.write("{}\n")
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            _child(req["case"], req["anomaly"], req["stderr"])
+        deadline = time.monotonic() + req["timeout"]
+        rc: int | None = None
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                rc = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() > deadline:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.01)
+        proto.write(json.dumps({"rc": rc}) + "\n")
+    return 0
+
+
+class _ForkServer:
+    """One fork-server subprocess (used by one thread at a time)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([_python(), str(Path(__file__).resolve()), "--serve"], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"})
+        assert self.proc.stdout is not None
+        self.proc.stdout.readline()
+
+    def run(self, case: Path, anomaly: bool, timeout: float) -> tuple[int | None, str]:
+        """(exit status or None on timeout, stderr) of one run."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with tempfile.NamedTemporaryFile(prefix="gg-accuracy-", suffix=".err", delete=False) as f:
+            err = Path(f.name)
+        try:
+            self.proc.stdin.write(json.dumps({"case": str(case), "anomaly": anomaly, "stderr": str(err),
+                                              "timeout": timeout}) + "\n")
+            self.proc.stdin.flush()
+            rc = json.loads(self.proc.stdout.readline())["rc"]
+            return rc, err.read_text(errors="replace")
+        finally:
+            err.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+_servers: dict[int, _ForkServer] = {}
+
+
+def _server() -> _ForkServer:
+    """This thread's fork server (started on first use)."""
+    import threading
+    key = threading.get_ident()
+    if key not in _servers:
+        _servers[key] = _ForkServer()
+    return _servers[key]
+
+
+def run_tool(entry: dict[str, Any], tool: str, timeout: float = 60.0, cwd: Path = ROOT) -> Outcome:
+    """Run one case under one tool and score it."""
+    case = (verify.CASES / entry["file"]).resolve()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gg-accuracy-") as tmp:
+        report = Path(tmp) / "report.json"
+        if tool != "graphguard":
+            rc, stderr = _server().run(case, tool == "anomaly", timeout)
+            if rc is None:
+                return Outcome(entry["file"], tool, "timeout", time.perf_counter() - t0)
+            o = Outcome(entry["file"], tool, "ok", time.perf_counter() - t0)
+            _score_baseline(entry, rc, stderr, o, cwd)
+            return o
+        cmd = _graphguard() + ["run", "--mode", "collect", "--no-diagrams", "--report-dir",
+                               str(Path(tmp) / "report"), "--json", str(report), str(case)]
+        try:
+            proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                                  timeout=timeout, errors="replace")
+        except subprocess.TimeoutExpired:
+            return Outcome(entry["file"], tool, "timeout", time.perf_counter() - t0)
+        o = Outcome(entry["file"], tool, "ok", time.perf_counter() - t0)
+        try:
+            data = json.loads(report.read_text())
+        except (OSError, ValueError):
+            o.status = "no-report"
+            o.error = proc.stderr.strip().splitlines()[-1][:300] if proc.stderr.strip() else ""
+            return o
+        o.status = (data.get("run") or {}).get("status", "ok")
+        _score_graphguard(entry, data, o, cwd)
+    return o
+
+
+# --------------------------------------------------------------------------------------------------
+# scores
+
+
+@dataclass
+class Score:
+    """Counts of one tool over a set of cases."""
+    buggy: int = 0
+    crash: int = 0
+    clean: int = 0
+    detected: int = 0
+    exact: int = 0
+    located: int = 0
+    named: int = 0
+    early: int = 0
+    alarms: int = 0
+    timeouts: int = 0
+
+
+def score(entries: Iterable[dict[str, Any]], outcomes: Iterable[Outcome]) -> Score:
+    """Sum the outcomes of `entries` (one tool's outcomes)."""
+    by_file = {o.file: o for o in outcomes}
+    s = Score()
+    for e in entries:
+        o = by_file.get(e["file"])
+        if o is None:
+            continue
+        s.timeouts += o.status == "timeout"
+        if e.get("clean"):
+            s.clean += 1
+            s.alarms += o.alarm
+            continue
+        s.buggy += 1
+        crash = (e.get("symptom") or {}).get("kind") == "raises"
+        s.crash += crash
+        s.detected += o.detected
+        s.exact += o.exact
+        s.located += o.located
+        s.named += o.named
+        s.early += o.early and crash
+    return s
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n}/{d} ({100 * n / d:.0f}%)" if d else "-"
+
+
+def _row(label: str, s: Score, baseline: bool = False) -> list[str]:
+    return [label, _pct(s.detected, s.buggy), "-" if baseline else _pct(s.exact, s.buggy),
+            _pct(s.located, s.buggy), _pct(s.named, s.buggy),
+            "-" if baseline else _pct(s.early, s.crash), _pct(s.alarms, s.clean)]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return out + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+HEADLINE = ["tool", "detected", "exact", "located", "named", "early (crash cases)", "false alarms (clean)"]
+
+
+def headline(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> list[str]:
+    """The headline table: one row per tool that ran."""
+    rows = [_row(TOOL_LABELS[t], score(entries, [o for o in outcomes if o.tool == t]), t != "graphguard")
+            for t in TOOLS if any(o.tool == t for o in outcomes)]
+    return _table(HEADLINE, rows)
+
+
+def per_category(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> list[str]:
+    """graphguard per category (clean programs last)."""
+    gg = [o for o in outcomes if o.tool == "graphguard"]
+    rows = []
+    for cat in sorted({e["category"] for e in entries if not e.get("clean")}):
+        s = score([e for e in entries if e["category"] == cat], gg)
+        rows.append([f"{cat} ({', '.join(verify.CATEGORIES.get(cat, ()))})", str(s.buggy)]
+                    + _row("", s)[1:6])
+    s = score([e for e in entries if e.get("clean")], gg)
+    if s.clean:
+        rows.append(["clean", str(s.clean), "", "", "", "", f"false alarms {_pct(s.alarms, s.clean)}"])
+    return _table(["category (codes)", "cases", "detected", "exact", "located", "named", "early"], rows)
+
+
+def _describe(o: Outcome) -> str:
+    if o.status in ("timeout", "no-report"):
+        return o.status + (f" ({o.error})" if o.error else "")
+    if not o.findings:
+        return "nothing"
+    return "; ".join(f"{f['code']} `{f['name']}` at {', '.join(f['lines']) or '?'}" for f in o.findings)
+
+
+def render_docs(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
+    """docs/accuracy.md (deterministic: everything sorted, no timings or dates)."""
+    import torch
+    gg = {o.file: o for o in outcomes if o.tool == "graphguard"}
+    buggy = sorted((e for e in entries if not e.get("clean")), key=lambda e: e["file"])
+    clean = sorted((e for e in entries if e.get("clean")), key=lambda e: e["file"])
+    kinds = sorted({e.get("source_kind", "?") for e in entries})
+    by_kind = ", ".join(f"{k} {sum(e.get('source_kind') == k for e in entries)}" for k in kinds)
+    lines = [
+        "# Accuracy on real autograd bugs",
+        "",
+        "Generated by `make accuracy` (`benchmarks/accuracy.py`) from the realbugs benchmark "
+        "(`benchmarks/realbugs/`); do not edit by hand.",
+        f"{len(buggy)} buggy programs in {len({e['category'] for e in buggy})} categories and "
+        f"{len(clean)} clean programs (sources: {by_kind}); torch {torch.__version__.split('+')[0]}.",
+        "",
+        *headline(entries, outcomes),
+        "",
+        "## graphguard per category",
+        "",
+        *per_category(entries, outcomes),
+        "",
+        "## Method",
+        "",
+        "The cases are small reproductions of autograd misuse that people reported in public (GitHub "
+        "issues and pull requests, PyTorch forum threads, Q&A pages, blog posts, course notes), rewritten "
+        "small but keeping the reporter's names, control flow and the misuse; plus clean, well-known "
+        "training programs and correct near misses. `tests/test_realbugs.py` checks that each misbehaves "
+        "under plain PyTorch as its manifest entry states (`benchmarks/realbugs/README.md`).",
+        "",
+        "Each case runs in its own process under each tool: graphguard as `graphguard run --mode collect "
+        "--no-diagrams --json ...` (only the JSON report is read), plain PyTorch as `python case.py`, and "
+        "`torch.autograd.set_detect_anomaly(True)` set by a wrapper before the script runs. Columns "
+        "(percentages over the buggy cases):",
+        "",
+        "- **detected**: a finding of any severity whose code is one of the category's codes "
+        "(baselines: the program raises);",
+        "- **exact**: such a finding with the category's primary code;",
+        "- **located**: such a finding's location, subject creation site or a related location is the "
+        "offender's line or one of the fix lines (baselines: a line of the printed traceback, including "
+        "detect_anomaly's forward traceback, is);",
+        "- **named**: such a finding's subject is named as the program names the offender (baselines: "
+        "the name appears in the error text);",
+        "- **early** (over the cases that crash under plain PyTorch): such a finding was reported "
+        "before PyTorch raised (`before_crash`); baselines never are;",
+        "- **false alarms** (over the clean programs): a finding of severity warning or error "
+        "(baselines: the program raises).",
+        "",
+        "## Misses",
+        "",
+        "Buggy cases graphguard did not detect, locate or name, with what it reported instead.",
+        "",
+    ]
+    misses = []
+    for e in buggy:
+        o = gg.get(e["file"])
+        if o is None:
+            continue
+        lacks = [k for k in ("detected", "located", "named") if not getattr(o, k)]
+        if lacks:
+            off = e.get("offender") or {}
+            misses.append(f"- `{e['file']}` ({e['category']}; offender `{off.get('name')}` line "
+                          f"{off.get('line')}): not {', '.join(lacks)}; reported: {_describe(o)}")
+    lines += misses or ["None."]
+    lines += ["", "## False alarms", "", "Clean programs with a warning or error finding.", ""]
+    alarms = [f"- `{e['file']}` ({e.get('pattern')}): "
+              + ", ".join(sorted({f['code'] for f in gg[e['file']].findings
+                                  if f['severity'] in ('warning', 'error')}))
+              for e in clean if e["file"] in gg and gg[e["file"]].alarm]
+    lines += alarms or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="runs in parallel (default 2)")
+    ap.add_argument("--category", help="only these categories (comma-separated; 'clean' too)")
+    ap.add_argument("--cases", nargs="+", help="only these case files (relative to cases/)")
+    ap.add_argument("--no-baselines", action="store_true", help="run graphguard only")
+    ap.add_argument("--json", type=Path, help="write every outcome there")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
+    ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/accuracy.md")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve:
+        return _serve()
+
+    entries = [e for e in verify.load_manifest()
+               if isinstance(e, dict) and isinstance(e.get("file"), str) and (verify.CASES / e["file"]).is_file()]
+    if args.category:
+        cats = set(args.category.split(","))
+        entries = [e for e in entries if e.get("category") in cats]
+    if args.cases:
+        wanted = {str(Path(c)) for c in args.cases}
+        entries = [e for e in entries if e["file"] in wanted
+                   or any(str(verify.CASES / e["file"]).endswith(w) for w in wanted)]
+    entries.sort(key=lambda e: e["file"])
+    if not entries:
+        print("no cases selected")
+        return 1
+    tools = ("graphguard",) if args.no_baselines else TOOLS
+    jobs = [(e, t) for e in entries for t in tools]
+    t0 = time.perf_counter()
+    done = 0
+
+    def one(job: tuple[dict[str, Any], str]) -> Outcome:
+        nonlocal done
+        o = run_tool(job[0], job[1], args.timeout)
+        done += 1
+        if o.status in ("timeout", "no-report"):
+            print(f"  {o.tool}: {o.file}: {o.status}", file=sys.stderr, flush=True)
+        if done % 25 == 0:
+            print(f"  {done}/{len(jobs)} runs, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        return o
+
+    try:
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            outcomes = list(pool.map(one, jobs))
+    finally:
+        for server in _servers.values():
+            server.close()
+    wall = time.perf_counter() - t0
+    print("\n".join(headline(entries, outcomes)))
+    print()
+    print("\n".join(per_category(entries, outcomes)))
+    print(f"\n{len(entries)} cases, {len(jobs)} runs in {wall:.0f} s (-j {args.jobs})")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
+    full = not (args.category or args.cases or args.no_baselines or args.no_docs)
+    if full:
+        DOCS.write_text(render_docs(entries, outcomes))
+        print(f"wrote {DOCS.relative_to(ROOT)}")
+    elif not args.no_docs:
+        print("(a partial run: docs/accuracy.md not rewritten)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
