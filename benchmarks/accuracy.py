@@ -461,6 +461,10 @@ def render_docs(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
                                   if f['severity'] in ('warning', 'error')}))
               for e in clean if e["file"] in gg and gg[e["file"]].alarm]
     lines += alarms or ["None."]
+    broken = sorted(f"- `{o.file}` under {TOOL_LABELS[o.tool]}: {o.status}" + (f" ({o.error})" if o.error else "")
+                    for o in outcomes if o.status in ("timeout", "no-report"))
+    if broken:
+        lines += ["", "## Runs without a result", "", "Timed out, or graphguard wrote no report.", "", *broken]
     return "\n".join(lines) + "\n"
 
 
