@@ -114,11 +114,19 @@ def _places(finding: dict[str, Any], cwd: Path) -> list[tuple[Path, int]]:
     return out
 
 
+def _label(path: Path) -> str:
+    """`path` relative to cases/ when it is below it, else as is."""
+    try:
+        return str(path.relative_to(verify.CASES.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome, cwd: Path) -> None:
     findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
     o.findings = [{"code": f.get("code"), "severity": f.get("severity"),
                    "name": (f.get("subject") or {}).get("name"),
-                   "lines": sorted({f"{p.name}:{ln}" for p, ln in _places(f, cwd)})} for f in findings]
+                   "lines": sorted({f"{_label(p)}:{ln}" for p, ln in _places(f, cwd)})} for f in findings]
     if entry.get("clean"):
         o.alarm = any(f.get("severity") in ("warning", "error") for f in findings)
         return
