@@ -1,8 +1,6 @@
 import torch
 import torch.nn as nn
 
-torch.manual_seed(0)
-
 
 class GANLoss(nn.Module):
     def __init__(self):
@@ -62,9 +60,3 @@ class ShiftNetModel:
         self.optimizer_G.zero_grad()
         self.backward_G()
         self.optimizer_G.step()
-
-
-model = ShiftNetModel()
-for i in range(3):
-    model.set_input(torch.rand(2, 3, 16, 16), torch.rand(2, 3, 16, 16))
-    model.optimize_parameters()
