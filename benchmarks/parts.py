@@ -38,8 +38,10 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         g._pop_saved_hooks()
     if part == "off":
         g._dormant = True
+    sink = g.rec.sink
     if part == "no_rules":
         g._dispatch = lambda event, raising=True: None  # type: ignore[method-assign]
+        g.rec.sink = sink._replace(dispatch=g._dispatch)  # the recorder was handed the real one
     if part == "no_backward_check":
         g._backward = lambda api, orig, args, kwargs: orig(*args, **kwargs)  # type: ignore[method-assign]
 
@@ -48,6 +50,7 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
             autograd._push_saved_tensors_default_hooks(g.rec.pack, g.rec.unpack)
         g._dormant = False
         g.__dict__.pop("_dispatch", None)
+        g.rec.sink = sink
         g.__dict__.pop("_backward", None)
 
     return undo

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .errors import GraphGuardUsageError, GraphGuardWarning, GraphMisuseError
-from .records import Finding, Related, SourceLoc, Subject
+from .model import Finding, Related, SourceLoc, Subject
 
 if TYPE_CHECKING:
     from .guard import GraphGuard, active_guards

@@ -10,11 +10,12 @@ from typing import Any, Sequence
 
 from ._version import __version__
 from .errors import GraphGuardUsageError
+from .model import SEVERITIES, severity_rank
 
 __all__ = ["main"]
 
-_FAIL_LEVELS = {"error": 2, "warning": 1, "info": 0, "never": 99}
-_SEV = {"info": 0, "warning": 1, "error": 2}
+# --fail-on choices, worst first; "never" ranks above every severity
+_FAIL_LEVELS = {s: severity_rank(s) for s in reversed(SEVERITIES)} | {"never": len(SEVERITIES)}
 
 
 def _codes(text: str | None) -> list[str]:
@@ -87,6 +88,14 @@ def _cmd_explain(code: str) -> int:
     return 0
 
 
+def _catalog() -> list[Any]:
+    """The rules as SARIF lists them (report/ renders data; the catalog comes from here)."""
+    from .report.sarif import RuleInfo
+    from .rules import ALL_RULES
+
+    return [RuleInfo(r.code, r.slug, r.summary) for r in ALL_RULES]
+
+
 def _cmd_report(args: Any) -> int:
     from .report.json_report import load_report
     from .report.render import render_saved
@@ -94,7 +103,7 @@ def _cmd_report(args: Any) -> int:
     data = load_report(args.report)
     _check_findings(data, args.report)
     try:
-        text = render_saved(data, args.format)
+        text = render_saved(data, args.format, _catalog())
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
         # load_report checks the envelope; a finding without its fields fails here
         raise GraphGuardUsageError(f"{args.report} is not a valid graphguard report "
@@ -188,7 +197,7 @@ def _cmd_run(args: Any) -> int:
     if script_rc:
         return script_rc
     level = _FAIL_LEVELS[args.fail_on]
-    return 1 if any(_SEV.get(f.severity, 0) >= level for f in findings) else 0
+    return 1 if any(severity_rank(f.severity) >= level for f in findings) else 0
 
 
 def _check_script(path: str) -> None:
@@ -216,20 +225,16 @@ def _check_writable(path: str) -> None:
 
 
 def _user_frames(e: BaseException) -> list[Any]:
-    import traceback
+    from .lookup.frames import user_traceback
 
-    from .capture.sites import is_internal_file
-
-    return [fs for fs in traceback.extract_tb(e.__traceback__) if not is_internal_file(fs.filename)]
+    return user_traceback(e)
 
 
 def _print_user_traceback(e: BaseException) -> None:
     """The script's traceback, without the frames of graphguard, torch and runpy."""
     import traceback
 
-    from .capture.sites import is_internal_file
-
-    frames = [fs for fs in traceback.extract_tb(e.__traceback__) if not is_internal_file(fs.filename)]
+    frames = _user_frames(e)
     sys.stderr.write("Traceback (most recent call last, graphguard and torch frames hidden):\n")
     sys.stderr.write("".join(traceback.format_list(frames)))
     sys.stderr.write("".join(traceback.format_exception_only(type(e), e)))

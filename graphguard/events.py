@@ -1,13 +1,33 @@
-"""Events the capture layer hands to the rules: what happened, where, with what."""
+"""Events the capture layer hands to the rules, and the sink and clock it is given to report them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
-from .records import Site
+from .model import Site
 
 __all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
-           "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "OpDone"]
+           "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock"]
+
+
+class Sink(NamedTuple):
+    """What capture reports to, handed to it when it is built (coverage.py's collector gives its
+    tracer its callbacks the same way): capture never imports or calls the guard."""
+
+    dispatch: Callable[["Event"], None]  # judge an event now (may raise GraphMisuseError)
+    internal_error: Callable[[BaseException, str], None]  # a graphguard failure: GG901, go on
+    # a backward call seen by the mode (`Tensor.backward`): (func, args, kwargs) -> its result
+    on_backward: Callable[[Any, tuple, dict], Any]
+
+
+class Clock:
+    """The run's time as capture stamps it: written by the guard, read per op by the recorder."""
+
+    __slots__ = ("iteration", "backward_calls")
+
+    def __init__(self) -> None:
+        self.iteration = 0  # iterations ended so far
+        self.backward_calls = 0  # backward calls started so far (a Stamp's epoch)
 
 
 @dataclass
@@ -38,6 +58,7 @@ class BackwardCall(Event):
     inputs: list[Any]  # `inputs=` of backward, or the inputs of autograd.grad
     scan: Any  # capture.scan.GraphScan of the graph reachable from the roots
     index: int  # 0-based count of backward calls in this guard
+    iteration: int = 0  # the guard's iteration when the call was made
 
 
 @dataclass
@@ -84,13 +105,6 @@ class GradRead(Event):
     """The user read `t.grad`."""
 
     tensor: Any
-
-
-@dataclass
-class OpDone(Event):
-    """Not dispatched to rules; documented for completeness of the data flow."""
-
-    func: str
 
 
 @dataclass

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .records import Finding
+from .model import Finding
 
 __all__ = ["Expectation", "describe_missing"]
 

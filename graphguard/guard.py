@@ -19,14 +19,17 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 
 from .capture.mode import GuardMode
 from .capture.recorder import Recorder
-from .capture.scan import Mark, scan_graph
-from .capture.sites import user_site
-from .context import RuleContext
+from .capture.scan import scan_graph
+from .capture.state import Mark
+from .capture.sites import PACKAGE_DIR, user_site, user_stacklevel
+from .rules.context import RuleContext
 from .errors import GraphGuardWarning, GraphMisuseError, GraphGuardUsageError
 from .expectation import Expectation, describe_missing
-from .events import BackwardCall, BackwardDone, Event, GuardExit, StepCall, StepDone
-from .records import Finding, SEVERITIES, Site, Subject, SourceLoc
-from .rules import ALL_RULES, Rule, check_codes, selected
+from .capture.failsafe import PASSTHROUGH, failsafe
+from .events import (BackwardCall, BackwardDone, Clock, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
+                     StepDone)
+from .model import Finding, RunRecord, SEVERITIES, Site, Subject, SourceLoc, count_severities
+from .rules import ALL_RULES, Rule, check_codes, rule_for_code, selected
 
 __all__ = ["GraphGuard", "active_guards"]
 
@@ -125,21 +128,13 @@ _BIND_TENSOR_BACKWARD = _fast_binder(_TENSOR_BACKWARD_SIG)
 
 def _user_stacklevel() -> int:
     """The warnings stacklevel that points at the first user frame above graphguard and torch."""
-    from .capture.sites import is_internal_file
-
-    level, fr = 2, sys._getframe(2)  # 1 is our caller's warn() call site
-    while fr is not None and is_internal_file(fr.f_code.co_filename):
-        fr = fr.f_back
-        level += 1
-    return level
+    return user_stacklevel(sys._getframe(2))  # 1 is our caller's warn() call site
 
 
 def _showwarning_at_user_line(orig: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap warnings.showwarning so that a warning torch raises from inside the mode (it points at
     graphguard's frame, since that is the innermost Python frame) is shown at the user's line."""
-    import graphguard
-
-    own = graphguard.__file__.rsplit("/", 1)[0]
+    own = PACKAGE_DIR
 
     def showwarning(message: Any, category: Any, filename: str, lineno: int, *args: Any, **kw: Any) -> Any:
         if filename.startswith(own):
@@ -211,6 +206,13 @@ def _keep_dynamo_out() -> None:
         pass
 
 
+def _listed_params(param_group: Any) -> dict:
+    """The param group with its `params` as a list (what add_param_group will make of them)."""
+    params = param_group.get("params") if isinstance(param_group, dict) else None
+    params = [params] if isinstance(params, torch.Tensor) else list(params or [])
+    return dict(param_group, params=params)
+
+
 def _as_list(x: Any) -> list[Any]:
     if x is None:
         return []
@@ -252,7 +254,7 @@ class GraphGuard:
        not seen, and forked children (DataLoader workers) get a dormant copy.
     """
 
-    passthrough_errors: tuple[type[BaseException], ...] = (GraphMisuseError,)
+    passthrough_errors: tuple[type[BaseException], ...] = PASSTHROUGH
 
     def __init__(self, mode: str = "raise", select: Iterable[str] | None = None,
                  ignore: Iterable[str] | None = None, record_iterations: int | None = 2,
@@ -266,8 +268,7 @@ class GraphGuard:
         self.record_iterations = record_iterations
         self.max_walk = max_walk
         self.findings: list[Finding] = []
-        self.iteration = 0
-        self.backward_calls = 0
+        self.clock = Clock()  # iteration and backward_calls, read by capture per op
         self.steps = 0
         n = next(_COUNTER)
         self._stamp_key = f"graphguard.{n}.made"
@@ -295,9 +296,28 @@ class GraphGuard:
         self._in_backward = False
         self._step_site: tuple[Any, Site] | None = None  # (optimizer, site) of the step under way
         self._undo: list[Callable[[], None]] = []
-        self.rec = Recorder(self)
+        sink = Sink(self._dispatch, self._internal_error, self._on_backward_from_mode)
+        self.rec = Recorder(sink, self._stamp_key, self.clock)
         self._mode = GuardMode(self.rec)
         self.ctx = RuleContext(self)
+
+    @property
+    def iteration(self) -> int:
+        """Iterations ended so far (optimizer steps, ``guard.step()``, graph-freeing backwards)."""
+        return self.clock.iteration
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        self.clock.iteration = value
+
+    @property
+    def backward_calls(self) -> int:
+        """Backward calls started so far."""
+        return self.clock.backward_calls
+
+    @backward_calls.setter
+    def backward_calls(self, value: int) -> None:
+        self.clock.backward_calls = value
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "GraphGuard":
@@ -587,7 +607,7 @@ class GraphGuard:
         scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
         self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
-                            self.backward_calls)
+                            self.backward_calls, self.iteration)
         self.backward_calls += 1
         return call
 
@@ -612,23 +632,20 @@ class GraphGuard:
 
         @functools.wraps(orig)
         def add_param_group(opt: Any, param_group: dict) -> Any:
-            from .events import ParamGroupAdded
-
             if guard._foreign():
                 return orig(opt, param_group)
-            try:
-                params = param_group.get("params") if isinstance(param_group, dict) else None
-                params = [params] if isinstance(params, torch.Tensor) else list(params or [])
-                param_group = dict(param_group, params=params)
-                guard.rec.mark_optimized(params)
-                guard._dispatch(ParamGroupAdded(user_site(1), opt, params))
-            except guard.passthrough_errors:
-                raise
-            except Exception as err:
-                guard._internal_error(err, "recording an optimizer's parameters")
+            doing = "recording an optimizer's parameters"
+            group = failsafe(guard._internal_error, doing, _listed_params, param_group)
+            if group is not None:
+                param_group = group  # its params listed once: a generator is read only once
+                failsafe(guard._internal_error, doing, guard._record_param_group, opt, group["params"])
             return orig(opt, param_group)
 
         return add_param_group
+
+    def _record_param_group(self, opt: Any, params: list[Any]) -> None:
+        self.rec.mark_optimized(params)
+        self._dispatch(ParamGroupAdded(user_site(1), opt, params))
 
     @_hidden_from_dynamo
     def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
@@ -701,12 +718,7 @@ class GraphGuard:
         finally:
             self.rec.busy = busy
         if new:
-            try:
-                self._emit(new, raising)
-            except self.passthrough_errors:
-                raise
-            except Exception as err:
-                self._internal_error(err, "reporting a finding")
+            failsafe(self._internal_error, "reporting a finding", self._emit, new, raising)
 
     def _emit(self, new: list[Finding], raising: bool = True) -> None:
         errors = []
@@ -794,7 +806,7 @@ class GraphGuard:
         f = Finding("GG901", "internal-error", "warning", {"doing": doing, "error": error},
                     Subject(None, kind="graphguard"), loc,
                     self.iteration, True, "please report this with the traceback in the JSON report",
-                    details={"traceback": tb})
+                    details={"traceback": tb}, template=rule_for_code("GG901").template)
         if f.key() + (doing,) in self._seen:
             return
         self._seen.add(f.key() + (doing,))
@@ -811,7 +823,12 @@ class GraphGuard:
         """The JSON report (REPORT.md, schema_version 1) of this guard's findings."""
         from .report.json_report import build_report
 
-        return build_report(self, target=target, status=status, exception=exception)
+        return build_report(self.findings, self.run_record(), target=target, status=status,
+                            exception=exception)
+
+    def run_record(self) -> RunRecord:
+        """What this run did besides its findings (the reports' `run` block)."""
+        return RunRecord(self.iteration, self.backward_calls)
 
     def write_report(self, report_dir: str = "graphguard-report", diagrams: bool = True,
                      target: str | None = None) -> str:
@@ -851,6 +868,6 @@ class GraphGuard:
         return render_findings(self.findings)
 
     def __repr__(self) -> str:
-        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}
+        counts = count_severities(f.severity for f in self.findings)
         return (f"GraphGuard(mode={self.mode!r}, iterations={self.iteration}, "
                 f"findings={len(self.findings)} {counts})")

@@ -32,15 +32,16 @@ import pytest
 # installed. Only torch-free modules are imported here; graphguard.guard (and torch, seconds to
 # import) is loaded when the first guarded test starts.
 from .errors import GraphGuardUsageError
-from .records import relpath
+from .model import SEVERITIES, relpath, severity_rank
 
 if TYPE_CHECKING:
     from .guard import GraphGuard
-    from .records import Finding
+    from .model import Finding
 
 __all__ = ["graphguard"]
 
-_LEVELS = {"info": 0, "warning": 1, "error": 2, "never": 3}
+# fail-on levels, lowest first; "never" ranks above every severity
+_LEVELS = {s: severity_rank(s) for s in SEVERITIES} | {"never": len(SEVERITIES)}
 _CODE = re.compile(r"GG\d{0,3}", re.IGNORECASE)
 _MARKER_ARGS = ("enabled", "select", "ignore", "fail_on")
 _PROPERTY = "graphguard"  # the user_properties name of one finding (a JSON object)
@@ -486,10 +487,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _write_session_report(config: pytest.Config, folder: Path, log: SessionLog, exitstatus: int) -> str:
     from .report.json_report import build_report
 
-    run = _SessionRun(log.iterations, log.backward_calls, [_Saved(d) for d in log.findings])
+    from .model import RunRecord
+
+    run = RunRecord(log.iterations, log.backward_calls)
     target = " ".join(["pytest", *config.invocation_params.args])
     status = "raised" if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR) else "ok"
-    report = build_report(run, target=target, status=status)
+    # the findings as they came back in the reports (JSON objects with test, phase, fixture)
+    report = build_report(log.findings, run, target=target, status=status)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "report.json"
     path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
@@ -501,34 +505,17 @@ def _write_session_report(config: pytest.Config, folder: Path, log: SessionLog, 
     return relpath(str(path)) + (f", {relpath(html)}" if html else "")
 
 
-@dataclass
-class _Saved:
-    """A finding as it came back in a report: already the JSON object (with test, phase, fixture)."""
-
-    data: dict
-
-    def to_dict(self) -> dict:
-        return self.data
-
-
-@dataclass
-class _SessionRun:
-    """The session seen as one run, in the shape build_report reads from a guard."""
-
-    iteration: int
-    backward_calls: int
-    findings: list[_Saved]
-
-
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     log = config.stash.get(session_key, None)
     if log is None or not log.guarded:
         return
     tr = terminalreporter
     tr.write_sep("=", "graphguard")
-    counts = {s: 0 for s in ("error", "warning", "info")}
+    from .model import count_severities
+    from .report.text import summary_line
+
+    counts = count_severities(d.get("severity", "info") for d in log.findings)
     for d in log.findings:
-        counts[d.get("severity", "info")] = counts.get(d.get("severity", "info"), 0) + 1
         loc = d.get("location") or {}
         at = f" {loc.get('file')}:{loc.get('line')}" if loc else ""
         name = (d.get("subject") or {}).get("name") or "-"
@@ -536,8 +523,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"{d['test']} [{d.get('phase')}{fixture}] {d['code']} {d.get('slug')} "
                       f"[{d.get('severity')}] {name}{at}", red=bool(d.get("fails_test")))
     failed = f"; {len(log.failed)} failed by graphguard" if log.failed else ""
-    tr.write_line(f"graphguard: {counts['error']} error(s), {counts['warning']} warning(s), "
-                  f"{counts['info']} info in {log.guarded} guarded test(s){failed}")
+    tr.write_line(summary_line(counts, f" in {log.guarded} guarded test(s){failed}"))
     if log.report_path:
         tr.write_line(f"graphguard: report {log.report_path}")
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from graphguard import GraphGuard
 from graphguard.capture.graph import walk
-from graphguard.capture.snapshot import (MAX_SNAPSHOT_NODES, GraphSnapshot, SnapNode, select_nodes,
+from graphguard.rules.shared.snapshot import (MAX_SNAPSHOT_NODES, GraphSnapshot, SnapNode, select_nodes,
                                          snapshot_from_walk)
 from graphguard.report.diagrams import find_renderer, write_diagrams
 from graphguard.report.dot import ROLE_STYLE, render_dot

@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import graphguard
-import graphguard.capture.names as names_mod
+import graphguard.lookup.names as names_mod
 import graphguard.capture.scan as scan_mod
 import graphguard.capture.sites as sites_mod
 import graphguard.guard as guard_mod
@@ -131,7 +131,7 @@ FAULTS: dict[str, list[tuple[Any, str]]] = {
     "step-pre-hook": [(Recorder, "mark_optimized")],  # also add_param_group
     "step-post-hook": [(GraphGuard, "_end_iteration")],
     "light-mode-switch": [(GraphGuard, "set_recording")],
-    "name-resolution": [(names_mod, "_candidates")],
+    "name-resolution": [(names_mod, "candidates")],
     "user-frames": [(sites_mod, "user_site")],  # every site, and GG901's own location
     "finding-wording": [(text_mod, "render_findings")],
     "finding-emit": [(GraphGuard, "_catch_expected")],
@@ -291,7 +291,7 @@ def test_cli_still_writes_the_report_when_a_finding_cannot_be_serialized(
         capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     import json
 
-    from graphguard.records import Finding
+    from graphguard.model import Finding
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.py").write_text(STALE_SCRIPT)

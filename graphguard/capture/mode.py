@@ -6,6 +6,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .failsafe import failsafe
 from .ops import BACKWARD_FUNCS
 from .recorder import Recorder
 
@@ -34,19 +35,14 @@ class GuardMode(TorchFunctionMode):
         if name == "__get__":
             # Property reads (`x.shape`, `x.grad`) are 30-60% of all calls: only `.grad` matters.
             if not rec.busy and rec.recording and func.__self__.__name__ == "grad":
-                try:
-                    rec.on_grad_read(args[0])
-                except rec.guard.passthrough_errors:
-                    raise
-                except Exception as exc:
-                    rec.guard._internal_error(exc, "recording a .grad read")
+                failsafe(rec.sink.internal_error, "recording a .grad read", rec.on_grad_read, args[0])
             return func(*args, **kwargs)
         if rec.busy:
             return func(*args, **kwargs)
         if func in BACKWARD_FUNCS:
             # The guard's own wrappers of torch.autograd.backward/grad catch calls that never
             # reach a mode (light mode); this catches `Tensor.backward` and early imports.
-            return rec.guard._on_backward_from_mode(func, args, kwargs)
+            return rec.sink.on_backward(func, args, kwargs)
         if not rec.recording:
             return func(*args, **kwargs)
         return rec.on_op(func, name, args, kwargs)

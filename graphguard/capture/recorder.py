@@ -6,21 +6,19 @@ keep it lean. Judging happens in rules/, wording in the rule templates, output i
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..events import CopyConstruct, GradRead, InplaceOp, LossCall
-from ..records import Site
+from ..events import Clock, CopyConstruct, GradRead, InplaceOp, LossCall, Sink
+from ..model import Site
+from .failsafe import PASSTHROUGH
 from .graph import iter_tensors, leaf_of, walk
 from .ops import COPY_FUNCS, LOSS_TARGET_ARG, inplace_target
-from .records import Cut, InplaceRecord, LeafRecord, LeafSite, Packed
-from .scan import Stamp
+from .state import Cut, InplaceRecord, LeafRecord, LeafSite, Packed
+from .state import Stamp
 from .sites import user_site
-
-if TYPE_CHECKING:
-    from ..guard import GraphGuard
 
 __all__ = ["Recorder", "SavedTensorModified"]
 
@@ -43,11 +41,18 @@ class SavedTensorModified(RuntimeError):
 
 
 class Recorder:
-    """Records what torch calls do, for one guard."""
+    """Records what torch calls do, for one guard.
 
-    def __init__(self, guard: "GraphGuard") -> None:
-        self.guard = guard
-        self.stamp_key = guard._stamp_key
+    Args:
+        sink: where events and graphguard's own failures go (the guard's engine).
+        stamp_key: the `node.metadata` key of this guard's stamps.
+        clock: the run's iteration and backward count, kept by the guard.
+    """
+
+    def __init__(self, sink: Sink, stamp_key: str, clock: Clock) -> None:
+        self.sink = sink
+        self.stamp_key = stamp_key
+        self.clock = clock
         self.recording = True  # full recording (first iterations); False: light mode
         self.busy = False  # graphguard's own code is running: the mode must not record it
         self.in_step = False  # inside optimizer.step(): its no_grad updates are not cuts
@@ -71,22 +76,24 @@ class Recorder:
         self.ops_seen += 1
         self._cur_op = name
         self._cur_site = None
+        # NOTE [per-op failsafe]: this is capture/failsafe.py's `failsafe` written out, the one
+        # place it is: a call through the helper costs ~200 ns more than an inline try (zero-cost
+        # in Python 3.11), twice per op, on the path every torch call takes while recording.
         pre = None
-        guard = self.guard
         try:
             pre = self._before(func, name, args, kwargs)
-        except guard.passthrough_errors:
+        except PASSTHROUGH:
             raise
         except Exception as exc:  # a graphguard bug must not break the user's op
-            guard._internal_error(exc, "recording an op")
+            self.sink.internal_error(exc, "recording an op")
         out = func(*args, **kwargs)
         if pre is not None:
             try:
                 self._after(func, name, args, kwargs, out, pre)
-            except guard.passthrough_errors:
+            except PASSTHROUGH:
                 raise
             except Exception as exc:
-                guard._internal_error(exc, "recording an op")
+                self.sink.internal_error(exc, "recording an op")
         return out
 
     def site(self) -> Site:
@@ -106,20 +113,20 @@ class Recorder:
             if t.requires_grad:
                 rg_in = True
                 break
-        guard = self.guard
+        dispatch = self.sink.dispatch
         if func in LOSS_TARGET_ARG and len(args) >= 1:
             target = kwargs.get("target", args[1] if len(args) > 1 else None)
-            guard._dispatch(LossCall(self.site(), name, args[0], target))
+            dispatch(LossCall(self.site(), name, args[0], target))
         elif func in COPY_FUNCS and args:
             sources = [t for t in iter_tensors(args[0], 3) if t.requires_grad]
             if sources:
-                guard._dispatch(CopyConstruct(self.site(), COPY_FUNCS[func], sources,
+                dispatch(CopyConstruct(self.site(), COPY_FUNCS[func], sources,
                                               bool(kwargs.get("requires_grad"))))
         target = inplace_target(name, args, kwargs)
         if target is not None:
             grad_on = torch.is_grad_enabled()
             for t in iter_tensors(target, 1):
-                guard._dispatch(InplaceOp(self.site(), name, t, grad_on))
+                dispatch(InplaceOp(self.site(), name, t, grad_on))
         taint_in: frozenset = frozenset()
         if self.taint:
             for t in tensors:
@@ -152,7 +159,7 @@ class Recorder:
             if gf is not None:
                 md = gf.metadata
                 if key not in md:
-                    md[key] = Stamp(self.guard.iteration, self.site(), self.guard.backward_calls)
+                    md[key] = Stamp(self.clock.iteration, self.site(), self.clock.backward_calls)
             elif (kwargs.get("requires_grad") or name == "requires_grad_") and o not in self.leaves:
                 self._record_leaf(o, name)
         if rg_in and not any_rg_out and not self.in_step and target is None:
@@ -163,7 +170,7 @@ class Recorder:
             for o in outs:
                 self.taint[o] = taint_in
         if target is not None:
-            it = self.guard.iteration
+            it = self.clock.iteration
             for t in iter_tensors(target, 1):
                 try:
                     ptr = t.untyped_storage().data_ptr()
@@ -179,15 +186,15 @@ class Recorder:
         key = (site[0].file, site[0].line, func) if site else ("?", 0, func)
         stats = self.leaf_sites.get(key)
         if stats is None:
-            stats = self.leaf_sites[key] = LeafSite(site, func, self.guard.iteration)
+            stats = self.leaf_sites[key] = LeafSite(site, func, self.clock.iteration)
         stats.count += 1
         if t in self.optimized:
             stats.used = True
-        self.leaves[t] = LeafRecord(site, self.guard.iteration, func, stats)
+        self.leaves[t] = LeafRecord(site, self.clock.iteration, func, stats)
 
     def _record_cut(self, name: str, tensors: list[torch.Tensor]) -> int:
         site = self.site()
-        it = self.guard.iteration
+        it = self.clock.iteration
         no_grad = not torch.is_grad_enabled()
         key = (name, site, it)
         idx = self._cut_keys.get(key)
@@ -232,7 +239,7 @@ class Recorder:
         if rec is not None:
             rec.stats.used = True
         self._cur_site = None  # the cached site belongs to the last op, not to this read
-        self.guard._dispatch(GradRead(self.site(), t))
+        self.sink.dispatch(GradRead(self.site(), t))
 
     def mark_used(self, tensors: Any) -> None:
         for t in iter_tensors(tensors, 2):
@@ -281,7 +288,7 @@ class Recorder:
             return p
         except Exception as exc:
             # Raised here it would fail the user's forward op. Keep the version check at least.
-            self.guard._internal_error(exc, "saving a tensor for backward")
+            self.sink.internal_error(exc, "saving a tensor for backward")
             return Packed(t.detach(), t._version, "", ())
 
     @staticmethod

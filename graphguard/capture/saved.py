@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .records import InplaceRecord, Packed
+from .state import InplaceRecord, Packed
 from .recorder import SavedTensorModified
 
 __all__ = ["SavedHit", "tensor_attrs", "find_modified_saved", "modifying_write", "storage_key",

@@ -5,31 +5,15 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ..records import Site
+from ..model import Site
 from .graph import Walk, is_freed, walk
+from .state import Mark, Stamp
 
 __all__ = ["Stamp", "Mark", "GraphScan", "scan_graph"]
 
 _BackwardCFunction = torch.autograd.function.BackwardCFunction  # custom Functions' nodes
 # the node type that writes .grad of a leaf (its `variable`), looked up once
 _AccumulateGrad = type(torch.empty(0, requires_grad=True).view(-1).grad_fn.next_functions[0][0])
-
-
-class Stamp(NamedTuple):
-    """Stored in `node.metadata[key]` when the node is created (dies with the node)."""
-
-    iteration: int  # guard iteration in which the node was made
-    site: Site  # user frames of the op that made it
-    epoch: int  # backward calls started before it was made
-
-
-class Mark(NamedTuple):
-    """Stored in `node.metadata[key]` by a backward that traversed the node."""
-
-    backward: int  # index of that backward call in the guard
-    iteration: int
-    site: Site  # where that backward was called
-    retained: bool  # retain_graph=True (buffers kept) or not (buffers freed)
 
 
 class GraphScan:

@@ -4,23 +4,27 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import traceback
+import types
+from typing import Iterator
 
 import torch
 
-from ..records import Frame, Site, SourceLoc
+from ..model import Frame, Site, SourceLoc
 
-__all__ = ["user_site", "user_loc", "is_internal_file", "loc_of", "MAX_FRAMES"]
+__all__ = ["user_site", "user_loc", "user_frames", "user_stacklevel", "user_traceback", "is_internal_file",
+           "is_internal_code", "loc_of", "MAX_FRAMES", "PACKAGE_DIR"]
 
 # A site keeps at most this many user frames: enough to go from a helper function
 # (`apply_ellipse_mask`) out to the line that named its result (`ref_image = ...`).
 MAX_FRAMES = 4
+# graphguard's own directory (capture/ is one level below it)
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _roots() -> tuple[str, ...]:
-    import graphguard
-
     # "scripts": console-script launchers (the `graphguard` command itself), not user code
-    roots = [os.path.dirname(torch.__file__), os.path.dirname(graphguard.__file__),
+    roots = [os.path.dirname(torch.__file__), PACKAGE_DIR,
              sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["scripts"]]
     for mod in ("torchviz", "_pytest", "pluggy", "typing_extensions"):
         m = sys.modules.get(mod)
@@ -49,6 +53,47 @@ def is_internal_file(filename: str) -> bool:
         return filename.startswith("<frozen")
     path = os.path.realpath(filename)
     return path.startswith(_ROOTS)
+
+
+def is_internal_code(code: types.CodeType) -> bool:
+    """is_internal_file for a code object, cached by the code's id (see _INTERNAL_BY_ID)."""
+    entry = _INTERNAL_BY_ID.get(id(code))
+    if entry is None:
+        flag = is_internal_file(code.co_filename)
+        _INTERNAL_BY_ID[id(code)] = (code, flag)
+        return flag
+    return entry[1]
+
+
+# NOTE [one walk over user frames]
+# Every look at the user's frames goes through `user_frames` (live frames, for names, holders,
+# owners), `user_stacklevel` (warnings) or `user_traceback` (the CLI's tracebacks), all deciding
+# "internal?" with the same cached test. `user_site` is that same walk unrolled, because it runs
+# per op while recording (a generator costs ~50 ns a frame there).
+def user_frames(start: types.FrameType | None, max_frames: int = 12,
+                budget: int = 10_000) -> Iterator[types.FrameType]:
+    """The live user frames from `start` outward, innermost first (drop them soon)."""
+    f, n = start, 0
+    while f is not None and n < max_frames and budget:
+        budget -= 1
+        if not is_internal_code(f.f_code):
+            n += 1
+            yield f
+        f = f.f_back
+
+
+def user_stacklevel(start: types.FrameType) -> int:
+    """The warnings stacklevel, counted from `start` as level 2, of the first user frame."""
+    level, f = 2, start
+    while f is not None and is_internal_code(f.f_code):
+        f = f.f_back
+        level += 1
+    return level
+
+
+def user_traceback(e: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of an exception's traceback that are the user's."""
+    return [fs for fs in traceback.extract_tb(e.__traceback__) if not is_internal_file(fs.filename)]
 
 
 def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:

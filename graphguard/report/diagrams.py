@@ -17,7 +17,7 @@ import time
 import weakref
 from typing import Any, Iterable, Mapping
 
-from ..records import relpath
+from ..model import relpath
 from .dot import LAYOUT_ATTRS, render_dot
 
 __all__ = ["write_diagrams", "find_renderer", "render_svg", "svg_for", "RenderError",

@@ -31,8 +31,8 @@ import os
 import re
 from collections import Counter
 
-from ..capture.snapshot import ROLES, SHARED_FANOUT, GraphSnapshot, SnapNode
-from ..records import SourceLoc
+from ..model.snapshot import ROLES, SHARED_FANOUT, GraphSnapshot, SnapNode
+from ..model import SourceLoc
 
 __all__ = ["render_dot", "ROLE_STYLE", "LAYOUT_ATTRS", "FANOUT_LIMIT"]
 

@@ -14,10 +14,12 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any, Iterable
 
+from ..model import count_severities
+from .text import worst_first
+
 __all__ = ["render_html", "write_html", "page_html", "finding_html", "findings_fragment",
            "clean_svg", "CSS"]
 
-_ORDER = {"error": 0, "warning": 1, "info": 2}
 _CONTEXT = 2  # source lines shown around each marked line
 _MAX_MARKS = 8
 
@@ -221,7 +223,7 @@ def _summary_table(findings: list[tuple[int, dict]]) -> str:
 
 def _sorted(findings: list[dict]) -> list[tuple[int, dict]]:
     order = sorted(range(len(findings)),
-                   key=lambda k: (_ORDER.get(findings[k].get("severity"), 3), k))
+                   key=lambda k: (worst_first(findings[k].get("severity")), k))
     return [(k + 1, findings[k]) for k in order]
 
 
@@ -243,7 +245,7 @@ def page_html(data: dict[str, Any], assets: dict[int, tuple[str | None, str | No
     run = data.get("run") or {}
     tool = data.get("tool") or {}
     exc = run.get("exception")
-    counts = {s: sum(1 for f in data.get("findings", []) if f.get("severity") == s) for s in _ORDER}
+    counts = count_severities(f.get("severity") for f in data.get("findings", []))
     meta = (f'{_e(run.get("target") or "")} \u00b7 run {_e(run.get("status", ""))} \u00b7 '
             f'{_e(run.get("iterations", 0))} iteration(s), {_e(run.get("backward_calls", 0))} backward '
             f'call(s) \u00b7 {counts["error"]} error(s), {counts["warning"]} warning(s), '

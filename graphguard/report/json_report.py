@@ -2,21 +2,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
 from .._version import __version__
 from ..errors import GraphGuardUsageError
-from ..records import relpath
+from ..model import Finding, RunRecord, relpath
 
 __all__ = ["build_report", "load_report", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
 
-def build_report(guard: Any, target: str | None = None, status: str = "ok",
+def build_report(findings: Iterable[Finding | dict[str, Any]], run: RunRecord,
+                 target: str | None = None, status: str = "ok",
                  exception: BaseException | None = None) -> dict[str, Any]:
+    """The report of a run: its findings (Finding objects, or their JSON objects as they came back
+    from pytest workers) and what the run did."""
     exc = None
     if exception is not None:
         first = str(exception).strip().splitlines()
@@ -26,8 +29,8 @@ def build_report(guard: Any, target: str | None = None, status: str = "ok",
         "tool": {"name": "graphguard", "version": __version__},
         "torch_version": torch.__version__,
         "run": {"target": relpath(target) if target else None, "status": status, "exception": exc,
-                "iterations": guard.iteration, "backward_calls": guard.backward_calls},
-        "findings": [f.to_dict() for f in guard.findings],
+                "iterations": run.iterations, "backward_calls": run.backward_calls},
+        "findings": [f if isinstance(f, dict) else f.to_dict() for f in findings],
     }
 
 

@@ -2,47 +2,22 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
-from ..records import Finding, Related, SourceLoc, Subject
+from ..model import Finding
+from .sarif import RuleInfo
 from .text import render_findings, render_summary_line
 
 __all__ = ["render_saved", "findings_from_report"]
 
 
-def _loc(d: dict | None) -> SourceLoc | None:
-    if not d:
-        return None
-    return SourceLoc(d.get("file", ""), int(d.get("line") or 0), d.get("function", ""), d.get("code", ""))
-
-
-class _SavedFinding(Finding):
-    """A finding read back from JSON: its message is the saved one, not re-rendered."""
-
-    saved_message: str = ""
-
-    @property
-    def message(self) -> str:  # type: ignore[override]
-        return self.saved_message
-
-
 def findings_from_report(data: dict[str, Any]) -> list[Finding]:
-    out = []
-    for d in data.get("findings", []):
-        s = d.get("subject") or {}
-        f = _SavedFinding(d["code"], d.get("slug", ""), d.get("severity", "error"), {},
-                          Subject(s.get("name"), s.get("kind", "tensor"), s.get("summary", ""),
-                                  _loc(s.get("created_at")), s.get("created_in_iteration")),
-                          _loc(d.get("location")), d.get("iteration", 0), d.get("before_crash", True),
-                          d.get("fix", ""),
-                          [Related(r.get("role", ""), r.get("name"), r.get("op"), _loc(r.get("location")))
-                           for r in d.get("related", [])], d.get("diagram"))
-        f.saved_message = d.get("message", "")
-        out.append(f)
-    return out
+    """The report's findings as Finding objects, their messages as saved (not re-worded)."""
+    return [Finding.from_dict(d) for d in data.get("findings", [])]
 
 
-def render_saved(data: dict[str, Any], fmt: str) -> str:
+def render_saved(data: dict[str, Any], fmt: str, catalog: Sequence[RuleInfo] = ()) -> str:
+    """`data` as text, json, html or sarif; `catalog` lists the rules for SARIF's driver."""
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     if fmt == "text":
@@ -54,4 +29,4 @@ def render_saved(data: dict[str, Any], fmt: str) -> str:
         return render_html(data)
     from .sarif import render_sarif
 
-    return json.dumps(render_sarif(data), indent=2) + "\n"
+    return json.dumps(render_sarif(data, catalog), indent=2) + "\n"

@@ -4,11 +4,9 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from ..records import Finding, SourceLoc, relpath
+from ..model import SEVERITIES, Finding, SourceLoc, count_severities, relpath, severity_rank
 
-__all__ = ["render_findings", "render_finding", "render_summary_line"]
-
-_ORDER = {"error": 0, "warning": 1, "info": 2}
+__all__ = ["render_findings", "render_finding", "render_summary_line", "summary_line", "worst_first"]
 
 
 def _line(label: str, loc: SourceLoc | None, extra: str = "") -> str:
@@ -35,14 +33,23 @@ def render_finding(f: Finding) -> str:
     return out
 
 
-def render_summary_line(findings: list[Finding]) -> str:
-    counts = {s: sum(1 for f in findings if f.severity == s) for s in _ORDER}
+def worst_first(severity: str | None) -> int:
+    """Sort key: errors first, then warnings, info, anything else last."""
+    return len(SEVERITIES) - 1 - severity_rank(severity, -1)
+
+
+def summary_line(counts: dict[str, int], suffix: str = "") -> str:
+    """The one summary line: `graphguard: 1 error(s), 0 warning(s), 2 info`, plus `suffix`."""
     return (f"graphguard: {counts['error']} error(s), {counts['warning']} warning(s), "
-            f"{counts['info']} info")
+            f"{counts['info']} info{suffix}")
+
+
+def render_summary_line(findings: Iterable[Finding]) -> str:
+    return summary_line(count_severities(f.severity for f in findings))
 
 
 def render_findings(findings: Iterable[Finding]) -> str:
-    fs = sorted(findings, key=lambda f: (_ORDER.get(f.severity, 3), f.iteration))
+    fs = sorted(findings, key=lambda f: (worst_first(f.severity), f.iteration))
     if not fs:
         return "graphguard: no findings\n"
     body = "\n".join(render_finding(f) for f in fs)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
-from ..records import Finding, Related, SourceLoc, Subject
+from ..model import Finding, Related, SourceLoc, Subject
 
 if TYPE_CHECKING:
-    from ..context import RuleContext
+    from .context import RuleContext
 
 __all__ = ["Rule", "DOC_HEADINGS"]
 
@@ -32,7 +32,8 @@ class Rule:
         a = {"name": subject.name or "the tensor"}
         a.update(args or {})
         return Finding(self.code, self.slug, severity or self.severity, a, subject, location,
-                       ctx.iteration, before_crash, fix, list(related or []), graph=graph)
+                       ctx.iteration, before_crash, fix, list(related or []), graph=graph,
+                       template=self.template)
 
 
 def display(name: str | None, default: str = "the tensor") -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import BackwardCall
-from ..records import Finding, Related
-from ._stale import analyze, snapshot
+from ..model import Finding, Related
+from .shared.stale import analyze, snapshot
 from .base import Rule, display
 
 __all__ = ["StaleGraph"]

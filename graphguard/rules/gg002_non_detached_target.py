@@ -6,10 +6,10 @@ from typing import Any
 import torch
 
 from ..capture.graph import leaf_of, walk
-from ..capture.snapshot import call_node, snapshot_from_tensors
+from .shared.snapshot import call_node, snapshot_from_tensors
 from ..events import LossCall
-from ..records import Finding, Related
-from ._cuts import leaf_label
+from ..model import Finding, Related
+from .shared.cuts import leaf_label
 from .base import Rule, display
 
 __all__ = ["NonDetachedTarget"]

@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from ..capture.names import find_name
+from ..lookup.names import find_name
 from ..events import BackwardCall
-from ..records import Finding, Related
-from ._stale import _site_key, analyze, snapshot
+from ..model import Finding, Related
+from .shared.stale import analyze, site_key, snapshot
 from .base import Rule, display
 
 __all__ = ["CarriedState"]
@@ -62,10 +62,10 @@ class CarriedState(Rule):
             return None
         node = event.scan.nodes[a.boundary]
         st = ctx.stamp(node)
-        key = _site_key(st.site) if st else None
+        key = site_key(st.site) if st else None
         # the variable that now holds this iteration's value made by the same line
         hit = find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is not None
-                        and (s := ctx.stamp(v.grad_fn)) is not None and _site_key(s.site) == key)
+                        and (s := ctx.stamp(v.grad_fn)) is not None and site_key(s.site) == key)
         if hit is None:
             hit = ctx.name_of_node(node)
         subject = ctx.subject_of_node(node, hit)

@@ -7,14 +7,14 @@ from typing import Any
 from torch.autograd.function import BackwardCFunction
 
 from ..capture.graph import summarize
-from ..capture.names import find_name
-from ..capture.records import InplaceRecord, Packed
+from ..lookup.names import find_name
+from ..capture.state import InplaceRecord, Packed
 from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
-from ..capture.snapshot import call_node, snapshot_from_scan
-from ..context import assigned_name
+from .shared.snapshot import call_node, snapshot_from_scan
+from .context import assigned_name
 from ..events import BackwardCall
-from ..records import Finding, Related, Site, Subject
-from ._inplace import (describe_inplace, flag_op_forms, is_inplace_flag_op, line_code, out_of_place,
+from ..model import Finding, Related, Site, Subject
+from .shared.inplace import (describe_inplace, flag_op_forms, is_inplace_flag_op, line_code, out_of_place,
                        written_name)
 from .base import Rule, display
 

@@ -7,8 +7,8 @@ from typing import Any
 import torch
 
 from ..events import InplaceOp
-from ..records import Finding
-from ._inplace import describe_inplace, line_code, line_stmt, out_of_place, written_name
+from ..model import Finding
+from .shared.inplace import describe_inplace, line_code, line_stmt, out_of_place, written_name
 from .base import Rule, display
 
 __all__ = ["LeafInplace"]

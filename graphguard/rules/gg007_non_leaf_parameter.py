@@ -10,8 +10,8 @@ import torch
 
 from ..capture.graph import leaf_of
 from ..events import GradRead, ParamGroupAdded
-from ..records import Finding, Related
-from ._inplace import line_stmt
+from ..model import Finding, Related
+from .shared.inplace import line_stmt
 from .base import Rule, display
 
 __all__ = ["NonLeafParameter", "hidden_leaf"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import StepCall
-from ..records import Finding
-from ._cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
+from ..model import Finding
+from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .base import Rule, display
 
 __all__ = ["ParamWithoutGrad"]

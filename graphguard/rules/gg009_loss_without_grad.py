@@ -6,8 +6,8 @@ from typing import Any
 import torch
 
 from ..events import BackwardCall
-from ..records import Finding, Related
-from ._cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
+from ..model import Finding, Related
+from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
 from .base import Rule, display
 
 __all__ = ["LossWithoutGrad"]

@@ -9,7 +9,7 @@ import torch
 
 from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, BackwardDone, InplaceOp, StepCall, StepDone
-from ..records import Finding, Related, Site, Subject
+from ..model import Finding, Related, Site, Subject
 from .base import Rule, display
 
 __all__ = ["MissingZeroGrad"]

@@ -10,15 +10,15 @@ from typing import Any
 import torch
 
 from ..capture.graph import summarize
-from ..capture.names import find_name
-from ..capture.owners import find_owner, user_modules
+from ..lookup.names import find_name
+from ..lookup.owners import find_owner, user_modules
 from ..capture.sites import is_internal_file
 from ..capture.weakmap import WeakIdMap
-from ..capture.source import (assignment_lines, attribute_assignment_lines, called_names,
+from ..lookup.source import (assignment_lines, attribute_assignment_lines, called_names,
                               enclosing_scope)
-from ..context import assigned_name
+from .context import assigned_name
 from ..events import (BackwardCall, GradRead, GuardExit, InplaceOp, ParamGroupAdded, StepCall)
-from ..records import Finding, Frame, Related, Site, SourceLoc, Subject
+from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 from .base import Rule, display
 
 __all__ = ["UnregisteredParameter"]

@@ -6,7 +6,7 @@ from typing import Any
 import torch
 
 from ..events import BackwardCall
-from ..records import Finding
+from ..model import Finding
 from .base import Rule, display
 
 __all__ = ["NonScalarLoss"]

@@ -8,11 +8,11 @@ from typing import Any
 
 
 from ..capture.graph import walk
-from ..capture.holders import Holder, find_holders
-from ..capture.scan import Stamp
-from ..capture.source import assignment_lines, enclosing_scope, growth_lines
+from ..lookup.holders import Holder, find_holders
+from ..capture.state import Stamp
+from ..lookup.source import assignment_lines, enclosing_scope, growth_lines
 from ..events import BackwardCall, GuardExit, StepDone
-from ..records import Finding, Frame, SourceLoc, Subject
+from ..model import Finding, Frame, SourceLoc, Subject
 from .base import Rule, display
 
 __all__ = ["GraphLeak"]

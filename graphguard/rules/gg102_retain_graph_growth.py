@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from ..capture.names import NameHit, find_name
+from ..lookup.names import NameHit, find_name
 from ..events import BackwardCall
-from ..records import Finding, Related
-from ._stale import StaleAnalysis, _site_key, analyze, snapshot
+from ..model import Finding, Related
+from .shared.stale import StaleAnalysis, analyze, site_key, snapshot
 from .base import Rule, display
 
 __all__ = ["RetainGraphGrowth"]
@@ -75,7 +75,7 @@ class RetainGraphGrowth(Rule):
         a = analyze(event)
         if a.kind != "retained":
             return None  # freed: PyTorch will raise, and GG001/GG003/GG004 say why
-        line = _site_key(event.site[:1])
+        line = site_key(event.site[:1])
         if line in self.reported:
             # later iterations may be unrecorded (light mode): the cause would go unnamed
             return None
@@ -106,7 +106,7 @@ class RetainGraphGrowth(Rule):
 
     def _growth(self, event: BackwardCall, iteration: int) -> str:
         """How the graph this backward line walks changed since its last retained call."""
-        key = _site_key(event.site[:1]) if event.site else None
+        key = site_key(event.site[:1]) if event.site else None
         n = len(event.scan.nodes)
         prev = self.walked.get(key) if key is not None else None
         if key is not None and (key in self.walked or len(self.walked) < MAX_SITES):
@@ -125,9 +125,9 @@ class RetainGraphGrowth(Rule):
         st = ctx.stamp(node)
         hit = None
         if a.carried and st is not None:
-            key = _site_key(st.site)
+            key = site_key(st.site)
             hit = find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is not None
-                            and (s := ctx.stamp(v.grad_fn)) is not None and _site_key(s.site) == key)
+                            and (s := ctx.stamp(v.grad_fn)) is not None and site_key(s.site) == key)
         if hit is None:
             hit = ctx.name_of_node(node)
         return hit, st

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import assigned_name
+from .context import assigned_name
 from ..events import GuardExit
-from ..records import Finding, Subject
+from ..model import Finding, Subject
 from .base import Rule, display
 
 __all__ = ["NeedlessRequiresGrad"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import CopyConstruct
-from ..records import Finding, Related
+from ..model import Finding, Related
 from .base import Rule, display
 
 __all__ = ["CopyConstructDetach"]

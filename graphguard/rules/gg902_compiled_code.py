@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import BackwardCall
-from ..records import Finding
+from ..model import Finding
 from .base import Rule, display
 
 __all__ = ["CompiledCode"]

@@ -1,14 +1,32 @@
-"""Frozen records shared by capture, rules and reports: source locations, subjects, findings."""
+"""Places, subjects, findings and the run record: plain data every layer reads (no torch, no registry)."""
 from __future__ import annotations
 
 import linecache
 import os
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
-__all__ = ["Frame", "Site", "SourceLoc", "Subject", "Related", "Finding", "SEVERITIES", "relpath"]
+__all__ = ["Frame", "Site", "SourceLoc", "Subject", "Related", "Finding", "RunRecord", "SEVERITIES",
+           "severity_rank", "count_severities", "relpath"]
 
+# The one severity order, lowest first: ranks, fail-on thresholds and "worst first" sorting all
+# derive from it.
 SEVERITIES = ("info", "warning", "error")
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+def severity_rank(severity: str | None, unknown: int = 0) -> int:
+    """0 for info, 1 for warning, 2 for error (`unknown` for anything else)."""
+    return _RANK.get(severity, unknown)  # type: ignore[arg-type]
+
+
+def count_severities(severities: Iterable[str | None]) -> dict[str, int]:
+    """How many of each severity (every severity present as a key, in SEVERITIES order)."""
+    counts = dict.fromkeys(SEVERITIES, 0)
+    for s in severities:
+        if s in counts:
+            counts[s] += 1  # type: ignore[index]
+    return counts
 
 
 class Frame(NamedTuple):
@@ -50,6 +68,12 @@ class SourceLoc:
         return {"file": relpath(self.file), "line": self.line, "function": self.function,
                 "code": self.code}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "SourceLoc | None":
+        if not d:
+            return None
+        return cls(d.get("file", ""), int(d.get("line") or 0), d.get("function", ""), d.get("code", ""))
+
     def short(self) -> str:
         return f"{relpath(self.file)}:{self.line}"
 
@@ -90,7 +114,8 @@ class Related:
 
 @dataclass
 class Finding:
-    """One detected misuse. Holds data only; the sentence is rendered from the rule's template."""
+    """One detected misuse. Holds data and its own template (pyflakes' messages own theirs), so any
+    reporter renders it without the rule registry."""
 
     code: str
     slug: str
@@ -103,18 +128,30 @@ class Finding:
     fix: str
     related: list[Related] = field(default_factory=list)
     diagram: dict[str, str] | None = None  # paths of the DOT/SVG files once written
-    graph: Any = None  # capture.snapshot.GraphSnapshot of the offending part, for diagrams
+    graph: Any = None  # model.snapshot.GraphSnapshot of the offending part, for diagrams
     details: dict[str, Any] = field(default_factory=dict)  # extra data (internal tracebacks...)
+    template: str = ""  # the rule's one-sentence template; `{field}`s come from args
 
     @property
     def message(self) -> str:
-        from .rules import rule_for_code  # late import: rules import records
-
-        rule = rule_for_code(self.code)
         try:
-            return rule.template.format(**self.args)
+            return self.template.format(**self.args)
         except (KeyError, IndexError, ValueError):
-            return rule.template
+            return self.template
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Finding":
+        """A finding read back from a JSON report: its saved message is its (literal) template."""
+        s = d.get("subject") or {}
+        message = d.get("message", "") or ""
+        return cls(d["code"], d.get("slug", ""), d.get("severity", "error"), {},
+                   Subject(s.get("name"), s.get("kind", "tensor"), s.get("summary", ""),
+                           SourceLoc.from_dict(s.get("created_at")), s.get("created_in_iteration")),
+                   SourceLoc.from_dict(d.get("location")), d.get("iteration", 0),
+                   d.get("before_crash", True), d.get("fix", ""),
+                   [Related(r.get("role", ""), r.get("name"), r.get("op"),
+                            SourceLoc.from_dict(r.get("location"))) for r in d.get("related", [])],
+                   d.get("diagram"), template=message.replace("{", "{{").replace("}", "}}"))
 
     def key(self) -> tuple:
         """What makes two findings the same report (used to report a repeated misuse once)."""
@@ -134,10 +171,11 @@ class Finding:
             out["details"] = self.details
         return out
 
-    # Jupyter displays: rendered by report/html.py; a display must never raise in a notebook.
+    # Jupyter displays: rendered by report/ (NOTE [display hooks] in docs/architecture.md: the one
+    # edge from model/ to another layer, made at call time); a display must never raise.
     def _repr_html_(self) -> str:
         try:
-            from .report.html import finding_html
+            from ..report.html import finding_html
 
             return finding_html(self)
         except Exception as err:
@@ -147,10 +185,18 @@ class Finding:
 
     def _repr_svg_(self) -> str | None:
         try:
-            from .report.diagrams import svg_for
-            from .report.html import clean_svg
+            from ..report.diagrams import svg_for
+            from ..report.html import clean_svg
 
             raw = svg_for(self.graph) if self.graph is not None else None
             return clean_svg(raw) if raw else None
         except Exception:
             return None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run did, besides its findings: the reports' `run` block reads this, never a guard."""
+
+    iterations: int  # iterations ended (optimizer steps, guard.step(), freeing backwards)
+    backward_calls: int

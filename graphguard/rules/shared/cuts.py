@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..capture.records import Cut
+from ...capture.state import Cut
 from ..context import RuleContext, assigned_name
-from ..records import Related
+from ...model import Related
 
 __all__ = ["describe_op", "cut_related", "fix_for_cut", "leaf_label", "cut_snapshot"]
 
@@ -80,8 +80,8 @@ def cut_snapshot(ctx: RuleContext, cuts: list[Cut], leaves: list[Any], title: st
 
 def _cut_snapshot(ctx: RuleContext, cuts: list[Cut], leaves: list[Any], title: str, sink: Any,
                   entry_site: Any, entry_op: str, limit: int) -> Any:
-    from ..capture.graph import summarize
-    from ..capture.snapshot import SnapNode, call_node, site_locs, snapshot_of_cuts
+    from ...capture.graph import summarize
+    from .snapshot import SnapNode, call_node, site_locs, snapshot_of_cuts
 
     def node(nid: str, t: Any, roles: list[str], label: str | None) -> SnapNode:
         made = ctx.creation(t)

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .capture.names import NameHit, find_name, find_objects, live_user_frames
-from .capture.graph import summarize
-from .capture.scan import Stamp
-from .records import Frame, Site, SourceLoc, Subject
+from ..lookup.names import NameHit, find_name, find_objects, live_user_frames
+from ..capture.graph import summarize
+from ..capture.state import Stamp
+from ..model import Frame, Site, SourceLoc, Subject
 
 if TYPE_CHECKING:
-    from .guard import GraphGuard
+    from ..guard import GraphGuard
 
 __all__ = ["RuleContext", "assigned_name"]
 

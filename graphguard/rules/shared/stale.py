@@ -4,12 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..capture.scan import GraphScan, Mark
-from ..capture.sites import loc_of
-from ..capture.snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
-from ..events import BackwardCall
+from ...capture.scan import GraphScan
+from ...capture.state import Mark
+from ...capture.sites import loc_of
+from .snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
+from ...events import BackwardCall
 
-__all__ = ["StaleAnalysis", "analyze", "snapshot"]
+__all__ = ["StaleAnalysis", "analyze", "snapshot", "site_key"]
 
 
 @dataclass
@@ -26,7 +27,7 @@ class StaleAnalysis:
     carried: bool = False  # the line that made the stale part also made this iteration's graph
 
 
-def _site_key(site: Any) -> tuple | None:
+def site_key(site: Any) -> tuple | None:
     return tuple((f.file, f.line) for f in site) if site else None
 
 
@@ -94,9 +95,9 @@ def _carried(scan: GraphScan, a: StaleAnalysis) -> bool:
     st = scan.stamps[a.boundary]
     if st is None:
         return False
-    key = _site_key(st.site)
+    key = site_key(st.site)
     for i, s in enumerate(scan.stamps):
-        if s is not None and i not in a.members and s.epoch > st.epoch and _site_key(s.site) == key:
+        if s is not None and i not in a.members and s.epoch > st.epoch and site_key(s.site) == key:
             return True
     return False
 

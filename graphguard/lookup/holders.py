@@ -13,9 +13,9 @@ from typing import Any, Iterator
 
 import torch
 
-from ..records import Frame
-from . import sites
-from .names import _SKIP_TYPES, _candidates
+from ..model import Frame
+from ..capture.sites import user_frames
+from .names import SKIP_TYPES, candidates
 
 __all__ = ["Holder", "find_holders", "MAX_ITEMS"]
 
@@ -58,7 +58,7 @@ def _elements(value: Any) -> Iterator[Any]:
 
 
 def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> Iterator[Holder]:
-    if isinstance(value, _SKIP_TYPES) or id(value) in seen:
+    if isinstance(value, SKIP_TYPES) or id(value) in seen:
         return
     if isinstance(value, torch.Tensor):
         if _history(value):
@@ -93,32 +93,15 @@ def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> I
                 yield from _visit(f"{name}.{attr}", v, frame, depth + 1, seen)
 
 
-def user_frames(max_frames: int = 12) -> list[types.FrameType]:
-    """The live user frames, innermost first; whether a code object is the user's is cached
-    (as sites.user_site does), since resolving paths costs far more than the lookup itself."""
-    out: list[types.FrameType] = []
-    f: types.FrameType | None = sys._getframe(1)
-    cache = sites._INTERNAL
-    while f is not None and len(out) < max_frames:
-        code = f.f_code
-        internal = cache.get(code)
-        if internal is None:
-            internal = cache[code] = sites.is_internal_file(code.co_filename)
-        if not internal:
-            out.append(f)
-        f = f.f_back
-    return out
-
-
 def find_holders(frames: list[types.FrameType] | None = None) -> list[Holder]:
     """Every named holder of tensors with history in the user's frames, innermost frame first."""
-    frames = frames if frames is not None else user_frames()
+    frames = frames if frames is not None else list(user_frames(sys._getframe(1)))
     out: list[Holder] = []
     seen: set[int] = set()
     globals_seen: set[int] = set()
     for f in frames:
         fr = Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
-        for name, value, scope in _candidates(f):
+        for name, value, scope in candidates(f):
             if scope == "global" and id(f.f_globals) in globals_seen:
                 continue  # an outer frame of the same module: its globals were looked at
             out.extend(_visit(name, value, fr, 0, seen))

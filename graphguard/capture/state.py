@@ -1,13 +1,29 @@
-"""Per-guard records of leaves, cuts and in-place writes (weakly keyed: they keep nothing alive)."""
+"""Capture state: node stamps and marks, per-guard records of leaves, cuts and in-place writes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..records import Site
+from ..model import Site
 
-__all__ = ["LeafRecord", "LeafSite", "Cut", "InplaceRecord", "Packed"]
+__all__ = ["Stamp", "Mark", "LeafRecord", "LeafSite", "Cut", "InplaceRecord", "Packed"]
 
+
+class Stamp(NamedTuple):
+    """Stored in `node.metadata[key]` when the node is created (dies with the node)."""
+
+    iteration: int  # guard iteration in which the node was made
+    site: Site  # user frames of the op that made it
+    epoch: int  # backward calls started before it was made
+
+
+class Mark(NamedTuple):
+    """Stored in `node.metadata[key]` by a backward that traversed the node."""
+
+    backward: int  # index of that backward call in the guard
+    iteration: int
+    site: Site  # where that backward was called
+    retained: bool  # retain_graph=True (buffers kept) or not (buffers freed)
 
 @dataclass
 class LeafRecord:

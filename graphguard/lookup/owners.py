@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 import torch
 
-from ..records import Frame
-from .names import _candidates, live_user_frames
+from ..model import Frame
+from .names import candidates, live_user_frames
 
 __all__ = ["Owner", "find_owner", "user_modules", "MAX_MODULES"]
 
@@ -83,7 +83,7 @@ def user_modules(frames: list[types.FrameType] | None = None) -> Iterator[tuple[
     seen: set[int] = set()
     for f in frames:
         fr = Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
-        for name, value, _ in _candidates(f):
+        for name, value, _ in candidates(f):
             if isinstance(value, torch.nn.Module):
                 found = [(name, value)]
             elif isinstance(value, (list, tuple, dict)) and not isinstance(value, torch.Size):

@@ -13,12 +13,12 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..records import Frame
-from .sites import is_internal_file
+from ..model import Frame
+from ..capture.sites import user_frames
 
-__all__ = ["NameHit", "find_name", "find_names", "live_user_frames", "find_objects"]
+__all__ = ["NameHit", "find_name", "find_names", "live_user_frames", "find_objects", "candidates", "SKIP_TYPES"]
 
-_SKIP_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType,
+SKIP_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType,
                types.MethodType, str, bytes, int, float, bool, type(None))
 MAX_CONTAINER = 256  # elements of one list/dict looked into
 MAX_PARAMS = 5000  # parameters of one module looked into
@@ -36,13 +36,7 @@ class NameHit:
 
 def live_user_frames(max_frames: int = 12) -> list[types.FrameType]:
     """The live user frames above this call, innermost first (the caller must drop them soon)."""
-    out: list[types.FrameType] = []
-    f: types.FrameType | None = sys._getframe(1)
-    while f is not None and len(out) < max_frames:
-        if not is_internal_file(f.f_code.co_filename):
-            out.append(f)
-        f = f.f_back
-    return out
+    return list(user_frames(sys._getframe(1), max_frames))
 
 
 # NOTE [f_locals snapshots]
@@ -63,7 +57,7 @@ def _forget_locals(frame: types.FrameType, loc: Any) -> None:
         loc.clear()
 
 
-def _candidates(frame: types.FrameType) -> Iterator[tuple[str, Any, str]]:
+def candidates(frame: types.FrameType) -> Iterator[tuple[str, Any, str]]:
     """(name, value, scope) pairs visible from one frame, most specific first."""
     loc = frame.f_locals
     try:
@@ -93,7 +87,7 @@ def _expand(name: str, value: Any, scope: str, depth: int = 2) -> Iterator[tuple
     """The value itself, then what it holds: module parameters/buffers and attributes, container
     elements, a helper object's attributes (bounded depth)."""
     yield name, value, scope
-    if isinstance(value, _SKIP_TYPES) or isinstance(value, torch.Tensor) or depth <= 0:
+    if isinstance(value, SKIP_TYPES) or isinstance(value, torch.Tensor) or depth <= 0:
         return
     if isinstance(value, torch.nn.Module):
         for i, (pname, p) in enumerate(value.named_parameters()):
@@ -137,7 +131,7 @@ def find_names(match: Callable[[Any], bool], frames: list[types.FrameType] | Non
     seen_globals: set[int] = set()
     for f in frames:
         fr = Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
-        for name, value, scope in _candidates(f):
+        for name, value, scope in candidates(f):
             if scope == "global":
                 key = id(f.f_globals)
                 if key in seen_globals and f.f_locals is not f.f_globals:
@@ -167,7 +161,7 @@ def find_objects(kind: type, frames: list[types.FrameType] | None = None) -> lis
     out: list[tuple[str, Any]] = []
     seen: set[int] = set()
     for f in frames:
-        for name, value, _ in _candidates(f):
+        for name, value, _ in candidates(f):
             if isinstance(value, kind) and id(value) not in seen:
                 seen.add(id(value))
                 out.append((name, value))

@@ -7,7 +7,7 @@ import io
 import linecache
 import tokenize
 
-from ..records import Frame
+from ...model import Frame
 
 __all__ = ["describe_inplace", "written_name", "out_of_place", "is_inplace_flag_op", "flag_op_forms",
            "line_stmt", "line_code"]

@@ -1,0 +1,1 @@
+"""Look-ups in the user's live frames and files at report time: names, owners, holders, source."""

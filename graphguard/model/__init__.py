@@ -1,0 +1,9 @@
+"""Plain data shared by every layer: places, subjects, findings, diagram snapshots (no torch)."""
+from __future__ import annotations
+
+from .findings import (SEVERITIES, Finding, Frame, Related, RunRecord, Site, SourceLoc, Subject,
+                       count_severities, relpath, severity_rank)
+from .snapshot import GraphSnapshot, SnapNode
+
+__all__ = ["Frame", "Site", "SourceLoc", "Subject", "Related", "Finding", "RunRecord", "SEVERITIES",
+           "severity_rank", "count_severities", "relpath", "GraphSnapshot", "SnapNode"]
