@@ -10,11 +10,11 @@ import torch.optim as optim
 
 
 class CartPole:
-    """A tiny pure-Python cart-pole with the classic dynamics and a 30-step limit."""
+    """A tiny pure-Python cart-pole with the classic dynamics and a 15-step limit."""
 
     def __init__(self, seed):
         self.rng = random.Random(seed)
-        self.max_steps = 30
+        self.max_steps = 15
 
     def reset(self):
         self.state = [self.rng.uniform(-0.05, 0.05) for _ in range(4)]
@@ -142,7 +142,7 @@ def optimize_model():
     optimizer.step()
 
 
-num_episodes = 4
+num_episodes = 2
 
 for i_episode in range(num_episodes):
     state, info = env.reset()
