@@ -8,7 +8,6 @@ import itertools
 import os
 import sys
 import threading
-import traceback
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -23,13 +22,14 @@ from .capture.scan import scan_graph
 from .capture.state import Mark
 from .capture.sites import PACKAGE_DIR, user_site, user_stacklevel
 from .rules.context import RuleContext
-from .errors import GraphGuardWarning, GraphMisuseError, GraphGuardUsageError
+from .errors import GraphGuardUsageError, GraphMisuseError
 from .expectation import Expectation, describe_missing
 from .capture.failsafe import PASSTHROUGH, failsafe
 from .events import (BackwardCall, BackwardDone, Clock, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
                      StepDone)
-from .model import Finding, RunRecord, SEVERITIES, Site, Subject, SourceLoc, count_severities
-from .rules import ALL_RULES, Rule, check_codes, rule_for_code, selected
+from .model import Finding, RunRecord, Site, count_severities
+from .engine import REARM_ITERATIONS, Engine  # noqa: F401 - REARM_ITERATIONS: documented here too
+from .rules import ALL_RULES, Rule, check_codes, selected, superseded_by
 
 __all__ = ["GraphGuard", "active_guards"]
 
@@ -38,8 +38,6 @@ _COUNTER = itertools.count()
 # The only global mutable state: the stack of active guards (innermost last).
 _ACTIVE: list["GraphGuard"] = []
 _STACK_TARGET = 512 * 1024 * 1024
-# Iterations of full recording, at most, after an error found in light mode (see _rearm_for_details).
-REARM_ITERATIONS = 200
 
 
 def active_guards() -> tuple["GraphGuard", ...]:
@@ -267,39 +265,59 @@ class GraphGuard:
         check_codes(self.select + self.ignore)
         self.record_iterations = record_iterations
         self.max_walk = max_walk
-        self.findings: list[Finding] = []
-        self.clock = Clock()  # iteration and backward_calls, read by capture per op
-        self.steps = 0
         n = next(_COUNTER)
         self._stamp_key = f"graphguard.{n}.made"
         self._mark_key = f"graphguard.{n}.traversed"
-        self._rules: list[Rule] = [cls() for cls in ALL_RULES if selected(cls.code, self.select, self.ignore)]
-        self._by_event: dict[type, list[Rule]] = {}
-        for r in self._rules:
-            for ev in r.events:
-                self._by_event.setdefault(ev, []).append(r)
-        self._seen: set[tuple] = set()
-        # Light mode records no creation lines. An error found then switches full recording back
-        # on until the same place is reported again with its line (or REARM_ITERATIONS pass):
-        # places (file, line) still waiting for that, and the iteration at which to give up.
-        self._awaiting_details: set[tuple] = set()
-        self._rearmed_until = 0
-        # findings caught by an expect() block (a test that wants the misuse); innermost block last
-        self.expected: list[Finding] = []
-        self._expectations: list[Expectation] = []
         self._entered = False
         # The thread that entered the guard. Function modes and saved-tensor hooks are per thread,
         # but the backward wrappers and optimizer hooks are global: calls from other threads pass.
         self._owner = 0
-        self._dormant = False  # True in a forked child (see _after_fork_in_child)
         self._pending_boundary = False
         self._in_backward = False
         self._step_site: tuple[Any, Site] | None = None  # (optimizer, site) of the step under way
         self._undo: list[Callable[[], None]] = []
-        sink = Sink(self._dispatch, self._internal_error, self._on_backward_from_mode)
-        self.rec = Recorder(sink, self._stamp_key, self.clock)
+        self.clock = Clock()  # iteration and backward_calls, read by capture per op
+        self.steps = 0
+        rules = [cls() for cls in ALL_RULES if selected(cls.code, self.select, self.ignore)]
+        self.engine = Engine(mode, rules, self.clock, self.set_recording)
+        # capture is handed what it reports to; it never sees the guard (docs/architecture.md)
+        self.rec = Recorder(Sink(self.engine.dispatch, self.engine.internal_error, self._on_backward_from_mode),
+                            self._stamp_key, self.clock)
         self._mode = GuardMode(self.rec)
-        self.ctx = RuleContext(self)
+        self.ctx = RuleContext(self.rec, self.clock, self._stamp_key, self._mark_key,
+                               lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES))
+        self.engine.attach(self.rec, self.ctx)
+
+    # ---- results the engine keeps ----------------------------------------------------------------
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding so far (repeats reported once), in the order found."""
+        return self.engine.findings
+
+    @findings.setter
+    def findings(self, value: list[Finding]) -> None:
+        self.engine.findings = value
+
+    @property
+    def expected(self) -> list[Finding]:
+        """The findings an ``expect()`` block caught."""
+        return self.engine.expected
+
+    @property
+    def _seen(self) -> set[tuple]:
+        return self.engine.seen
+
+    @property
+    def _rules(self) -> list[Rule]:
+        return self.engine.rules
+
+    @property
+    def _dormant(self) -> bool:
+        return self.engine.dormant
+
+    @_dormant.setter
+    def _dormant(self, value: bool) -> None:
+        self.engine.dormant = value
 
     @property
     def iteration(self) -> int:
@@ -397,14 +415,14 @@ class GraphGuard:
         check_codes(codes)
         exp = Expectation(tuple(c.upper() for c in codes))
         before = len(self.findings)
-        self._expectations.append(exp)
+        self.engine.expectations.append(exp)
         try:
             yield exp
         except GraphMisuseError as err:
             if not exp.owns_all(err.findings):
                 raise  # an unexpected error finding: the test must see it
         finally:
-            self._expectations.remove(exp)
+            self.engine.expectations.remove(exp)
         if not exp.findings:
             raise AssertionError(describe_missing(exp, self.findings[before:]))
 
@@ -692,130 +710,14 @@ class GraphGuard:
             self.set_recording(False)
 
     def _still_rearmed(self) -> bool:
-        """Whether recording stays on for a light-mode error whose creation line is still missing."""
-        if self._awaiting_details and self.iteration < self._rearmed_until:
-            return True
-        self._awaiting_details.clear()
-        return False
+        return self.engine.still_rearmed()
 
-    # ---- judging and emitting -------------------------------------------------------------------
+    # ---- judging: the engine ----------------------------------------------------------------------
     def _dispatch(self, event: Event, raising: bool = True) -> None:
-        if self._dormant:
-            return
-        rules = self._by_event.get(type(event))
-        if not rules:
-            return
-        new: list[Finding] = []
-        busy, self.rec.busy = self.rec.busy, True
-        try:
-            for rule in rules:
-                try:
-                    found = rule.check(event, self.ctx)
-                    if found:
-                        new.extend(found)
-                except Exception as err:
-                    self._internal_error(err, f"rule {rule.code}")
-        finally:
-            self.rec.busy = busy
-        if new:
-            failsafe(self._internal_error, "reporting a finding", self._emit, new, raising)
-
-    def _emit(self, new: list[Finding], raising: bool = True) -> None:
-        errors = []
-        for f in new:
-            k = f.key()
-            if k in self._seen:
-                if not self._replace_less_detailed(f):
-                    continue
-            else:
-                self._seen.add(k)
-                self.findings.append(f)
-            expected = self._catch_expected(f)
-            if f.severity == "error" and raising and (self.mode == "raise" or expected):
-                errors.append(f)
-            elif self.mode != "collect" and not expected and f.severity in ("error", "warning"):
-                self._warn(f)
-            if f.severity == "error":
-                self._rearm_for_details(f)
-        if errors:
-            raise GraphMisuseError(self._render(errors), errors)
-
-    def _rearm_for_details(self, f: Finding) -> None:
-        """Details (creation lines, cuts) need full recording: an error found in light mode
-        switches it back on, and keeps it on until the same place is reported with the line that
-        made its subject (the next occurrence of a periodic misuse), for REARM_ITERATIONS at most."""
-        where = (f.location.file, f.location.line) if f.location else None
-        if f.subject.created_at is not None:
-            self._awaiting_details.discard(where)
-        elif not self.rec.recording:
-            self._awaiting_details.add(where)
-            self._rearmed_until = self.iteration + REARM_ITERATIONS
-        if not self.rec.recording:
-            self.set_recording(True)
-
-    def _replace_less_detailed(self, f: Finding) -> bool:
-        """A repeat of a finding first reported without its subject's creation line (light mode),
-        now with it: it replaces the first one, so the report names the line, and is reported again."""
-        if f.subject.created_at is None:
-            return False
-        k = f.key()
-        for i, old in enumerate(self.findings):
-            if old.subject.created_at is None and old.key() == k:
-                self.findings[i] = f
-                return True
-        return False
-
-    def _render(self, fs: list[Finding]) -> str:
-        """The findings' text; if wording them fails, their codes and places, so that an error
-        finding is still raised before PyTorch's crash."""
-        from .report.text import render_findings
-
-        try:
-            return render_findings(fs)
-        except Exception as err:
-            self._internal_error(err, "wording a finding")
-            return "\n".join(f"{f.code} {f.slug} [{f.severity}] at "
-                             f"{f.location.file if f.location else '?'}:"
-                             f"{f.location.line if f.location else '?'}" for f in fs)
-
-    def _catch_expected(self, f: Finding) -> bool:
-        """Hand ``f`` to the innermost expect() block waiting for its code, if any."""
-        for exp in reversed(self._expectations):
-            if exp.matches(f):
-                exp.findings.append(f)
-                self.expected.append(f)
-                return True
-        return False
-
-    def _warn(self, f: Finding) -> None:
-        warnings.warn(GraphGuardWarning(self._render([f])), stacklevel=_user_stacklevel())
+        self.engine.dispatch(event, raising)
 
     def _internal_error(self, err: BaseException, doing: str) -> None:
-        """A failure inside graphguard: record GG901 and let the user's program go on. Never
-        raises: the failure being reported may be in what this uses (frames, source lines)."""
-        try:
-            tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-            error = f"{type(err).__name__}: {err}"
-        except Exception:  # an exception whose str() fails
-            tb, error = "", type(err).__name__
-        try:
-            site = user_site(1)
-            loc = SourceLoc.from_frame(site[0]) if site else None
-        except Exception:
-            loc = None
-        f = Finding("GG901", "internal-error", "warning", {"doing": doing, "error": error},
-                    Subject(None, kind="graphguard"), loc,
-                    self.iteration, True, "please report this with the traceback in the JSON report",
-                    details={"traceback": tb}, template=rule_for_code("GG901").template)
-        if f.key() + (doing,) in self._seen:
-            return
-        self._seen.add(f.key() + (doing,))
-        self.findings.append(f)
-        if self.mode != "collect":
-            try:
-                self._warn(f)
-            except Exception:
-                pass
+        self.engine.internal_error(err, doing)
 
     # ---- results --------------------------------------------------------------------------------
     def report(self, target: str | None = None, status: str = "ok",

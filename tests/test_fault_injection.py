@@ -24,6 +24,7 @@ import graphguard.guard as guard_mod
 import graphguard.report.text as text_mod
 from graphguard import GraphGuard, GraphMisuseError, active_guards
 from graphguard.capture.recorder import Recorder
+from graphguard.engine import Engine
 from graphguard.rules import ALL_RULES
 from test_same_results import Trace, assert_same_trace, run
 
@@ -134,7 +135,7 @@ FAULTS: dict[str, list[tuple[Any, str]]] = {
     "name-resolution": [(names_mod, "candidates")],
     "user-frames": [(sites_mod, "user_site")],  # every site, and GG901's own location
     "finding-wording": [(text_mod, "render_findings")],
-    "finding-emit": [(GraphGuard, "_catch_expected")],
+    "finding-emit": [(Engine, "catch_expected")],
 }
 
 # (workload, mode): clean code in raise mode (a GG901 must not raise), misuse in warn and collect.

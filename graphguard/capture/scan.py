@@ -1,11 +1,10 @@
 """The graph scan made before each backward: which nodes are stale, consumed, or retained."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
-from ..model import Site
 from .graph import Walk, is_freed, walk
 from .state import Mark, Stamp
 

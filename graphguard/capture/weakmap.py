@@ -19,46 +19,46 @@ V = TypeVar("V")
 class WeakIdMap(Generic[V]):
     """obj -> value while obj lives; entries disappear when obj is collected."""
 
-    __slots__ = ("_data", "__weakref__")
+    __slots__ = ("entries", "__weakref__")  # entries: id -> (weakref, value), public for inlined lookups in hot loops
 
     def __init__(self) -> None:
-        self._data: dict[int, tuple[weakref.ref, V]] = {}
+        self.entries: dict[int, tuple[weakref.ref, V]] = {}
 
     def get(self, obj: Any, default: Any = None) -> Any:
-        e = self._data.get(id(obj))
+        e = self.entries.get(id(obj))
         if e is not None and e[0]() is obj:
             return e[1]
         return default
 
     def __contains__(self, obj: Any) -> bool:
-        e = self._data.get(id(obj))
+        e = self.entries.get(id(obj))
         return e is not None and e[0]() is obj
 
     def __setitem__(self, obj: Any, value: V) -> None:
         key = id(obj)
-        e = self._data.get(key)
+        e = self.entries.get(key)
         if e is not None and e[0]() is obj:
-            self._data[key] = (e[0], value)
+            self.entries[key] = (e[0], value)
             return
-        self._data[key] = (weakref.ref(obj, _remover(weakref.ref(self), key)), value)
+        self.entries[key] = (weakref.ref(obj, _remover(weakref.ref(self), key)), value)
 
     def pop(self, obj: Any, default: Any = None) -> Any:
-        e = self._data.get(id(obj))
+        e = self.entries.get(id(obj))
         if e is not None and e[0]() is obj:
-            del self._data[id(obj)]
+            del self.entries[id(obj)]
             return e[1]
         return default
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self.entries)
 
     def values(self) -> Iterator[V]:
-        return iter([v for _, v in list(self._data.values())])
+        return iter([v for _, v in list(self.entries.values())])
 
     def _drop(self, key: int, ref: weakref.ref) -> None:
-        e = self._data.get(key)
+        e = self.entries.get(key)
         if e is not None and e[0] is ref:  # not a newer object that took the same id
-            del self._data[key]
+            del self.entries[key]
 
 
 def _remover(owner: "weakref.ref[WeakIdMap[Any]]", key: int) -> Any:

@@ -24,7 +24,7 @@ from .gg101_graph_leak import GraphLeak
 from .gg901_internal_error import InternalError
 from .gg902_compiled_code import CompiledCode
 
-__all__ = ["ALL_RULES", "Rule", "rule_for_code", "check_codes", "selected", "DOC_HEADINGS"]
+__all__ = ["ALL_RULES", "Rule", "rule_for_code", "check_codes", "selected", "superseded_by", "DOC_HEADINGS"]
 
 ALL_RULES: list[type[Rule]] = [
     StaleGraph,
@@ -70,3 +70,12 @@ def selected(code: str, select: Iterable[str], ignore: Iterable[str]) -> bool:
     if sel and not any(code.startswith(s) for s in sel):
         return False
     return not any(code.startswith(i.upper()) for i in ignore)
+
+
+def superseded_by(rules: Iterable[type[Rule]] = ALL_RULES) -> dict[str, frozenset[str]]:
+    """Rule code -> the codes of the rules that declare they supersede it (`Rule.supersedes`)."""
+    out: dict[str, set[str]] = {}
+    for r in rules:
+        for code in r.supersedes:
+            out.setdefault(code, set()).add(r.code)
+    return {code: frozenset(by) for code, by in out.items()}

@@ -22,6 +22,9 @@ class Rule:
     template: ClassVar[str]  # one sentence; `{name}`-style fields come from Finding.args
     summary: ClassVar[str]  # one line for `graphguard rules`
     events: ClassVar[tuple[type, ...]] = ()
+    # codes of the rules this one silences for a subject it covers (NOTE [supersedes] in
+    # rules/context.py); the engine resolves it, so no rule reads another's findings
+    supersedes: ClassVar[tuple[str, ...]] = ()
 
     def check(self, event: Any, ctx: "RuleContext") -> Iterable[Finding] | None:
         raise NotImplementedError

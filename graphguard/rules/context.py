@@ -1,19 +1,21 @@
-"""What rules may ask of the guard: names, creation sites, recorded cuts. Rules never touch hooks."""
+"""RuleContext: the typed, narrow questions a rule may ask (never the recorder or the guard)."""
 from __future__ import annotations
 
 import ast
 import linecache
-from typing import TYPE_CHECKING, Any
+import weakref
+from typing import Any, Callable, Mapping, TypeVar
 
 import torch
 
 from ..lookup.names import NameHit, find_name, find_objects, live_user_frames
 from ..capture.graph import summarize
-from ..capture.state import Stamp
-from ..model import Frame, Site, SourceLoc, Subject
+from ..capture.recorder import Recorder
+from ..capture.state import Cut, InplaceRecord, LeafRecord, LeafSite, Packed, Stamp
+from ..events import Clock, Event
+from ..model import Finding, Frame, Site, SourceLoc, Subject
 
-if TYPE_CHECKING:
-    from ..guard import GraphGuard
+T = TypeVar("T")
 
 __all__ = ["RuleContext", "assigned_name"]
 
@@ -45,18 +47,148 @@ def assigned_name(frame: Frame, func: str | None = None) -> str | None:
 
 
 class RuleContext:
-    """The read-only view of the guard that rules use."""
+    """What a rule may ask: the run's time, names, creation sites, the recorded leaves, cuts and
+    in-place writes, and whether another rule already covers a subject. Narrow questions only:
+    a rule never sees the recorder or the guard, so capture state changes only in capture.
 
-    def __init__(self, guard: "GraphGuard") -> None:
-        self.guard = guard
+    Built by the guard; `findings` and `steps` are callables so that the context reads the
+    engine's current state without knowing the engine.
 
-    @property
-    def rec(self) -> Any:
-        return self.guard.rec
+    Args:
+        rec: the guard's recorder (read through the methods below only).
+        clock: the run's iteration and backward count.
+        stamp_key, mark_key: this guard's `node.metadata` keys (Stamp, Mark).
+        findings: the findings reported so far.
+        steps: optimizer steps seen so far.
+        supersedes: rule code -> the codes of the rules that supersede it (`Rule.supersedes`).
+    """
 
+    def __init__(self, rec: Recorder, clock: Clock, stamp_key: str, mark_key: str,
+                 findings: Callable[[], list[Finding]], steps: Callable[[], int],
+                 supersedes: Mapping[str, frozenset[str]]) -> None:
+        self._rec = rec
+        self._clock = clock
+        self.stamp_key = stamp_key  # node.metadata key of the Stamp written when a node is made
+        self.mark_key = mark_key  # node.metadata key of the Mark written by a backward
+        self._findings = findings
+        self._steps = steps
+        self._superseded_by = supersedes
+        # claims on leaves (NOTE [supersedes]): id(LeafSite) -> codes of the rules that claimed it
+        self._claims: dict[int, set[str]] = {}
+        # shared analyses of the event being judged: (analysis, id(event)) -> result
+        self._memo: dict[tuple[Callable[..., Any], int], Any] = {}
+        self._memo_events: list[weakref.ref] = []
+
+    # ---- time -----------------------------------------------------------------------------------
     @property
     def iteration(self) -> int:
-        return self.guard.iteration
+        """The iteration under way (0-based)."""
+        return self._clock.iteration
+
+    def optimizer_steps(self) -> int:
+        """How many optimizer steps ended an iteration so far."""
+        return self._steps()
+
+    def recording_details(self) -> bool:
+        """Whether full recording (creation lines, cuts, .grad reads) is on (off: light mode)."""
+        return self._rec.recording
+
+    def in_optimizer_step(self) -> bool:
+        """Whether the event happens inside optimizer.step() (its no_grad updates are not misuse)."""
+        return self._rec.in_step
+
+    # ---- shared analyses ------------------------------------------------------------------------
+    def shared(self, analysis: Callable[[Event], T], event: Event) -> T:
+        """`analysis(event)`, computed once per event for all rules that ask (GG001/3/4/102 share
+        the stale-graph analysis). Forgotten when the engine has finished judging the event."""
+        key = (analysis, id(event))
+        if key in self._memo:
+            return self._memo[key]
+        out = self._memo[key] = analysis(event)
+        self._memo_events.append(weakref.ref(event))  # keeps the id from being reused meanwhile
+        return out
+
+    def forget_shared(self) -> None:
+        """Called by the engine after each event: analyses never outlive the event they are about."""
+        if self._memo:
+            self._memo.clear()
+            self._memo_events.clear()
+
+    # ---- supersedes -----------------------------------------------------------------------------
+    # NOTE [supersedes]: a rule that silences another says so as data (`supersedes = ("GG103",)`);
+    # the engine builds the code -> superseding codes table. The silenced rule asks `superseded`
+    # before reporting a subject: by the subject's name (a finding of a superseding rule names it)
+    # or by a leaf that a superseding rule claimed (`claim_leaf`).
+    def claim_leaf(self, rule: Any, t: Any) -> None:
+        """`rule` covers the recorded leaf `t` (and every leaf made by the same line)."""
+        rec = self._rec.leaves.get(t) if isinstance(t, torch.Tensor) else None
+        if rec is not None:
+            self._claims.setdefault(id(rec.stats), set()).add(rule.code)
+
+    def superseded(self, rule: Any, name: str | None = None, leaf_site: LeafSite | None = None) -> bool:
+        """Whether a rule that supersedes `rule` already covers this subject."""
+        by = self._superseded_by.get(rule.code)
+        if not by:
+            return False
+        if leaf_site is not None and by & self._claims.get(id(leaf_site), set()):
+            return True
+        if name is not None:
+            return any(f.code in by and f.subject.name == name for f in self._findings())
+        return False
+
+    # ---- recorded leaves, cuts, writes, optimizers ----------------------------------------------
+    def leaf_record(self, t: Any) -> LeafRecord | None:
+        """How the guard saw a requires-grad leaf made (None when it did not)."""
+        return self._rec.leaves.get(t) if isinstance(t, torch.Tensor) else None
+
+    def recorded_leaves(self) -> list[tuple[torch.Tensor, LeafRecord]]:
+        """The live recorded leaves, oldest first."""
+        return list(self._rec.leaves.items())
+
+    def leaf_sites(self) -> list[LeafSite]:
+        """Every line that made requires-grad leaves, with its counts."""
+        return list(self._rec.leaf_sites.values())
+
+    def leaf_used(self, t: Any) -> bool:
+        """Whether `t`'s gradient is used: optimized, `.grad` read, an input of autograd.grad, or
+        claimed by a rule that treats it as meant to be trained."""
+        rec = self.leaf_record(t)
+        return rec is not None and (rec.stats.used or id(rec.stats) in self._claims)
+
+    def recorded_leaf_tensors(self) -> list[torch.Tensor]:
+        """The live recorded leaves, oldest first (tensors only)."""
+        return list(self._rec.leaves.keys())
+
+    def is_optimized(self, t: Any) -> bool:
+        return t in self._rec.optimized
+
+    def any_optimized(self) -> bool:
+        """Whether some optimizer has been given parameters."""
+        return len(self._rec.optimized) > 0
+
+    def optimized_params(self) -> list[torch.Tensor]:
+        return list(self._rec.optimized.keys())
+
+    def cuts_for_leaf(self, leaf: torch.Tensor, iteration: int | None = None) -> list[Cut]:
+        """Recorded cuts with `leaf` behind their inputs (in one iteration, when given)."""
+        return self._rec.cuts_for_leaf(leaf, iteration)
+
+    def cuts_behind(self, t: Any) -> list[Cut]:
+        """The recorded cuts `t` was computed from (its taint), oldest first."""
+        ids = self._rec.taint.get(t) or frozenset()
+        cuts = self._rec.cuts
+        return [cuts[i] for i in sorted(ids) if i in cuts]
+
+    def all_cuts(self) -> list[Cut]:
+        return list(self._rec.cuts.values())
+
+    def modified_saved(self) -> list[Packed]:
+        """Live saved tensors changed in place since they were saved."""
+        return self._rec.modified_packs()
+
+    def inplace_writes(self) -> Mapping[int, InplaceRecord]:
+        """The latest recorded in-place write per storage (data_ptr -> record)."""
+        return self._rec.inplace_log
 
     # ---- places ---------------------------------------------------------------------------------
     @staticmethod
@@ -83,18 +215,18 @@ class RuleContext:
 
     def creation(self, t: torch.Tensor) -> tuple[Site, int] | None:
         """Where and in which iteration a tensor was made, when the guard saw it."""
-        rec = self.rec.leaves.get(t)
+        rec = self.leaf_record(t)
         if rec is not None:
             return rec.site, rec.iteration
         gf = t.grad_fn
         if gf is not None:
-            st = gf.metadata.get(self.guard._stamp_key)
+            st = gf.metadata.get(self.stamp_key)
             if isinstance(st, Stamp):
                 return st.site, st.iteration
         return None
 
     def stamp(self, node: Any) -> Stamp | None:
-        st = node.metadata.get(self.guard._stamp_key) if node is not None else None
+        st = node.metadata.get(self.stamp_key) if node is not None else None
         return st if isinstance(st, Stamp) else None
 
     def subject(self, t: Any, kind: str = "tensor", hit: NameHit | None = None,
@@ -127,5 +259,3 @@ class RuleContext:
     def optimizers(self) -> list[tuple[str, Any]]:
         return find_objects(torch.optim.Optimizer)
 
-    def is_optimized(self, t: Any) -> bool:
-        return t in self.rec.optimized

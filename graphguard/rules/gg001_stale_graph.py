@@ -1,12 +1,12 @@
 """GG001 stale-graph: a backward runs into graph parts an earlier iteration's backward already used."""
 from __future__ import annotations
 
-from typing import Any
 
 from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.stale import analyze, snapshot
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["StaleGraph"]
 
@@ -51,10 +51,10 @@ class StaleGraph(Rule):
                 "backward at line {consumed_line}; this backward would run through it again{crash}. "
                 "Fix: {fix}")
     events = (BackwardCall,)
+    supersedes = ("GG101",)  # it already explains a graph carried over
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
-        event.iteration = ctx.iteration  # type: ignore[attr-defined]
-        a = analyze(event)
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        a = ctx.shared(analyze, event)
         if a.kind == "none" or a.carried:
             return None
         if not a.same_call_line:

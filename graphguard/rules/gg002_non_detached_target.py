@@ -1,7 +1,6 @@
 """GG002 non-detached-target: a loss function gets a target that carries autograd history."""
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 
@@ -11,6 +10,7 @@ from ..events import LossCall
 from ..model import Finding, Related
 from .shared.cuts import leaf_label
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["NonDetachedTarget"]
 
@@ -53,7 +53,7 @@ class NonDetachedTarget(Rule):
                 "constants. Fix: {fix}")
     events = (LossCall,)
 
-    def check(self, event: LossCall, ctx: Any) -> list[Finding] | None:
+    def check(self, event: LossCall, ctx: RuleContext) -> list[Finding] | None:
         t, x = event.target, event.input
         if not (isinstance(t, torch.Tensor) and t.requires_grad):
             return None
@@ -76,7 +76,7 @@ class NonDetachedTarget(Rule):
                              {"func": event.func, "leaves": "from " + ", ".join(labels) if labels else "it has history",
                               "fix": fix, "name": display(name, "The target")}, related,
                              graph=snapshot_from_tensors(
-                                 [x, t], ctx.rec.stamp_key, highlight={1: ["target"]},
+                                 [x, t], ctx.stamp_key, highlight={1: ["target"]},
                                  labels={1: name} if name else None, creation=ctx.creation,
                                  entry=call_node("entry", f"{event.func}()", ctx.loc(event.site), ctx.iteration),
                                  title=f"GG002: {name or 'the target'} requires grad"))]

@@ -1,12 +1,12 @@
 """GG003 double-backward: a second backward in one iteration runs through nodes the first freed."""
 from __future__ import annotations
 
-from typing import Any
 
 from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.stale import analyze, snapshot
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["DoubleBackward"]
 
@@ -47,9 +47,8 @@ class DoubleBackward(Rule):
                 "its graph, so this one would fail. Fix: {fix}")
     events = (BackwardCall,)
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
-        event.iteration = ctx.iteration  # type: ignore[attr-defined]
-        a = analyze(event)
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        a = ctx.shared(analyze, event)
         if a.kind != "freed" or a.same_call_line or a.carried:
             return None
         node = event.scan.nodes[a.marked_boundary]

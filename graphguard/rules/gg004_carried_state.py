@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import torch
 
@@ -11,6 +10,7 @@ from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.stale import analyze, site_key, snapshot
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["CarriedState"]
 
@@ -54,10 +54,10 @@ class CarriedState(Rule):
     template = ("{name} carries its graph from {made_in} into this one ({stale} old graph "
                 "nodes reached{crash}); detach it at the start of each iteration. Fix: {fix}")
     events = (BackwardCall,)
+    supersedes = ("GG101",)  # it already explains a graph carried over
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
-        event.iteration = ctx.iteration  # type: ignore[attr-defined]
-        a = analyze(event)
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        a = ctx.shared(analyze, event)
         if a.kind == "none" or not a.carried:
             return None
         node = event.scan.nodes[a.boundary]

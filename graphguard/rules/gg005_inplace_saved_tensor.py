@@ -11,7 +11,7 @@ from ..lookup.names import find_name
 from ..capture.state import InplaceRecord, Packed
 from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
 from .shared.snapshot import call_node, snapshot_from_scan
-from .context import assigned_name
+from .context import RuleContext, assigned_name
 from ..events import BackwardCall
 from ..model import Finding, Related, Site, Subject
 from .shared.inplace import (describe_inplace, flag_op_forms, is_inplace_flag_op, line_code, out_of_place,
@@ -73,8 +73,8 @@ class InplaceSavedTensor(Rule):
                 "would fail. {fix}")
     events = (BackwardCall,)
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
-        modified = ctx.rec.modified_packs()
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        modified = ctx.modified_saved()
         if not modified or event.scan is None:
             return None  # the usual case: nothing saved was changed since it was saved
         hits = find_modified_saved(event.scan.nodes, modified)
@@ -86,12 +86,12 @@ class InplaceSavedTensor(Rule):
             # Unstamped: saved while the guard was not recording, so only a write of this
             # iteration can be the one that changed it.
             since = stamp.iteration if stamp is not None else ctx.iteration
-            write = modifying_write(ctx.rec.inplace_log, hit.packed, since)
+            write = modifying_write(ctx.inplace_writes(), hit.packed, since)
             key = (write.site[0].file, write.site[0].line) if write and write.site else None
             groups.setdefault(key, []).append((hit, write))
         return [self._finding(ctx, event, group) for group in list(groups.values())[:MAX_REPORTED]]
 
-    def _finding(self, ctx: Any, event: BackwardCall,
+    def _finding(self, ctx: RuleContext, event: BackwardCall,
                  group: list[tuple[SavedHit, InplaceRecord | None]]) -> Finding:
         hit, write = group[0]
         packed = hit.packed
@@ -148,7 +148,7 @@ class InplaceSavedTensor(Rule):
             related, graph=graph)
 
     @staticmethod
-    def _subject(ctx: Any, hit: SavedHit, write: InplaceRecord | None, saved_site: Site,
+    def _subject(ctx: RuleContext, hit: SavedHit, write: InplaceRecord | None, saved_site: Site,
                  param: Any) -> tuple[str | None, Subject]:
         """The user's name for the changed tensor: a live variable that is it (or shares its
         storage), else what the in-place line wrote to, else what the saving line assigned."""
@@ -164,7 +164,7 @@ class InplaceSavedTensor(Rule):
         return name, Subject(name, "tensor", summarize(packed.tensor), made, None)
 
     @staticmethod
-    def _other_name(ctx: Any, hit: SavedHit) -> str | None:
+    def _other_name(ctx: RuleContext, hit: SavedHit) -> str | None:
         found = find_name(shares_saved(hit.packed, exact=True)) or find_name(shares_saved(hit.packed))
         return found.name if found else None
 
@@ -193,13 +193,13 @@ class InplaceSavedTensor(Rule):
         return f"Clone {who} before changing it in place (`{who} = {who}.clone()`)"
 
 
-def _optimized_param(ctx: Any, packed: Packed) -> Any:
+def _optimized_param(ctx: RuleContext, packed: Packed) -> Any:
     """The optimized parameter a saved tensor is (or is a view of), when it is one."""
     key = storage_key(packed.tensor)
     if key is None:
         return None
     version = packed.tensor._version
-    for p in list(ctx.rec.optimized.keys()):
+    for p in ctx.optimized_params():
         if p._version == version and storage_key(p) == key:
             return p
     return None
@@ -228,7 +228,7 @@ def _changed_words(packed: Packed, write: InplaceRecord | None, mod_loc: Any, by
             f"{packed.version} and is now at version {packed.tensor._version})")
 
 
-def _optimizer_name(ctx: Any, param: Any) -> str | None:
+def _optimizer_name(ctx: RuleContext, param: Any) -> str | None:
     """The user's name for the optimizer that holds `param`."""
     for name, opt in ctx.optimizers():
         if any(p is param for g in opt.param_groups for p in g["params"]):

@@ -75,9 +75,9 @@ class LeafInplace(Rule):
                 "in place with grad mode on; PyTorch refuses this. {fix}")
     events = (InplaceOp,)
 
-    def check(self, event: InplaceOp, ctx: Any) -> list[Finding] | None:
+    def check(self, event: InplaceOp, ctx: RuleContext) -> list[Finding] | None:
         # Quiet under no_grad and inside optimizer.step() (its updates are the legitimate kind).
-        if not event.grad_enabled or ctx.rec.in_step or event.func in _ALLOWED:
+        if not event.grad_enabled or ctx.in_optimizer_step() or event.func in _ALLOWED:
             return None
         leaf = written_leaf(event.target)
         if leaf is None:
@@ -96,7 +96,7 @@ class LeafInplace(Rule):
                               "fix": fix, "name": display(name, "A leaf tensor")})]
 
     @staticmethod
-    def _fix(ctx: Any, leaf: torch.Tensor, name: str | None, frame: Any) -> str:
+    def _fix(ctx: RuleContext, leaf: torch.Tensor, name: str | None, frame: Any) -> str:
         text = line_code(frame)
         code = f"`with torch.no_grad(): {text}`" if line_stmt(frame) is not None else "the update"
         updating = (isinstance(leaf, torch.nn.Parameter) or ctx.is_optimized(leaf)

@@ -137,8 +137,9 @@ class NonLeafParameter(Rule):
     template = ("{name} is not a leaf tensor: {how} at line {line} derived it from {leaf}, so "
                 "{consequence}. {fix}")
     events = (ParamGroupAdded, GradRead)
+    supersedes = ("GG103",)  # its leaf is meant to be trained
 
-    def check(self, event: ParamGroupAdded | GradRead, ctx: Any) -> list[Finding] | None:
+    def check(self, event: ParamGroupAdded | GradRead, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, ParamGroupAdded):
             defaults = getattr(event.optimizer, "defaults", None) or {}
             if defaults.get("differentiable"):
@@ -159,7 +160,7 @@ class NonLeafParameter(Rule):
             return None
         return [self._finding(ctx, event, t, found, optimizer=False)]
 
-    def _finding(self, ctx: Any, event: Any, t: torch.Tensor,
+    def _finding(self, ctx: RuleContext, event: Any, t: torch.Tensor,
                  found: tuple[torch.Tensor, list[Any]] | None, optimizer: bool) -> Finding:
         subject = ctx.subject(t)
         made = ctx.creation(t)
@@ -173,9 +174,9 @@ class NonLeafParameter(Rule):
         leaf_words, fix = "a requires-grad tensor", self._fix(t, name, made_frame, None, None)
         if found is not None:
             leaf = found[0]
-            ctx.rec.mark_used([leaf])  # meant to be trained: GG103 must not call it needless
+            ctx.claim_leaf(self, leaf)  # meant to be trained: GG103 must not call it needless
             hit = ctx.name_of(leaf)
-            rec = ctx.rec.leaves.get(leaf)
+            rec = ctx.leaf_record(leaf)
             leaf_loc = ctx.loc(rec.site) if rec is not None else None
             if hit is not None:
                 leaf_words = f"`{hit.name}`"

@@ -1,12 +1,12 @@
 """GG008 param-without-grad: an optimizer steps a parameter that got no gradient, and why."""
 from __future__ import annotations
 
-from typing import Any
 
 from ..events import StepCall
 from ..model import Finding
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["ParamWithoutGrad"]
 
@@ -52,14 +52,14 @@ class ParamWithoutGrad(Rule):
         # seen yet), so the cut may be an iteration older than the step that shows its effect.
         self.window_start = 0
 
-    def check(self, event: StepCall, ctx: Any) -> list[Finding] | None:
+    def check(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
         start, self.window_start = self.window_start, ctx.iteration + 1
         out = []
         for group in event.optimizer.param_groups:
             for p in group["params"]:
                 if not p.requires_grad or p.grad is not None:
                     continue
-                cuts = [c for c in ctx.rec.cuts_for_leaf(p) if c.iteration >= start]
+                cuts = [c for c in ctx.cuts_for_leaf(p) if c.iteration >= start]
                 if not cuts:
                     continue
                 subject = ctx.subject(p, kind="parameter")

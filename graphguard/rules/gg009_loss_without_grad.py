@@ -1,7 +1,6 @@
 """GG009 loss-without-grad: backward on a tensor with no grad_fn, and the cuts that explain it."""
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 
@@ -9,6 +8,7 @@ from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["LossWithoutGrad"]
 
@@ -47,19 +47,18 @@ class LossWithoutGrad(Rule):
     template = "{name} does not require grad, so backward() would fail: {why}. Fix: {fix}"
     events = (BackwardCall,)
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         out = []
         for root in event.roots:
             if not isinstance(root, torch.Tensor) or root.requires_grad:
                 continue
             subject = ctx.subject(root)
             name = subject.name
-            cut_ids = ctx.rec.taint.get(root) or frozenset()
-            cuts = [ctx.rec.cuts[i] for i in sorted(cut_ids) if i in ctx.rec.cuts]
+            cuts = ctx.cuts_behind(root)
             if not cuts:
                 # The value went through Python (`.item()`, `float(...)`) and lost its taint: the
                 # cuts of this iteration on optimized parameters are the best explanation left.
-                cuts = [c for c in ctx.rec.cuts.values() if c.iteration == ctx.iteration
+                cuts = [c for c in ctx.all_cuts() if c.iteration == ctx.iteration
                         and not c.no_grad and any(ctx.is_optimized(r()) for r in c.leaves if r() is not None)]
             related: list[Related] = cut_related(ctx, cuts)
             leaves = []

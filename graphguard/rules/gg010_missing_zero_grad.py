@@ -82,7 +82,7 @@ class MissingZeroGrad(Rule):
         self.done: WeakIdMap[bool] = WeakIdMap()  # optimizers already reported
         self.sizes: WeakIdMap[int] = WeakIdMap()  # optimizer -> parameters it held at its last step
 
-    def check(self, event: Any, ctx: Any) -> list[Finding] | None:
+    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
             self._before_backward(event)
         elif isinstance(event, BackwardDone):
@@ -108,7 +108,7 @@ class MissingZeroGrad(Rule):
 
     def _before_backward(self, call: BackwardCall) -> None:
         candidates = []
-        data = self.states._data  # (WeakIdMap lookups inlined: every leaf, every backward)
+        data = self.states.entries  # (WeakIdMap lookups inlined: every leaf, every backward)
         for p in self._accumulating(call):
             e = data.get(id(p))
             if e is None or e[0]() is not p:
@@ -153,7 +153,7 @@ class MissingZeroGrad(Rule):
                 # create_graph=True replaces .grad instead of adding in place: follow the new one
                 state.grad, state.version = weakref.ref(p.grad), p.grad._version
 
-    def _after_step(self, event: StepDone, ctx: Any) -> None:
+    def _after_step(self, event: StepDone, ctx: RuleContext) -> None:
         opt = event.optimizer
         if opt is None or opt in self.done:
             return
@@ -163,7 +163,7 @@ class MissingZeroGrad(Rule):
             for p in params:
                 self.by_optimizer[p] = True
         site, it = event.site, ctx.iteration - 1
-        data = self.states._data
+        data = self.states.entries
         for p in params:
             # the common case inline: this runs for every parameter at every step
             e = data.get(id(p))
@@ -196,7 +196,7 @@ class MissingZeroGrad(Rule):
         self._set_onto(state, None)
 
     # ---- judging -------------------------------------------------------------------------------
-    def _at_step(self, event: StepCall, ctx: Any) -> list[Finding] | None:
+    def _at_step(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
         opt = event.optimizer
         if not self.flagged or opt in self.done:
             return None
@@ -224,10 +224,10 @@ class MissingZeroGrad(Rule):
             self.states.pop(p)
         return [found]
 
-    def _at_manual_update(self, event: InplaceOp, ctx: Any) -> list[Finding] | None:
+    def _at_manual_update(self, event: InplaceOp, ctx: RuleContext) -> list[Finding] | None:
         # A write into a leaf that has a gradient, under no_grad and outside optimizer.step(): a
         # hand-written update (`w -= lr * w.grad`, `w.data.sub_(...)`).
-        if event.grad_enabled or ctx.rec.in_step or not isinstance(event.target, torch.Tensor):
+        if event.grad_enabled or ctx.in_optimizer_step() or not isinstance(event.target, torch.Tensor):
             return None
         leaf = self._leaf_written(event.target, ctx)
         if leaf is None or leaf.grad is None or leaf in self.by_optimizer or ctx.is_optimized(leaf):
@@ -248,7 +248,7 @@ class MissingZeroGrad(Rule):
             state.manual = True
         return None
 
-    def _leaf_written(self, t: torch.Tensor, ctx: Any) -> torch.Tensor | None:
+    def _leaf_written(self, t: torch.Tensor, ctx: RuleContext) -> torch.Tensor | None:
         if t.requires_grad:
             return t if t.grad_fn is None else None
         # `w.data -= ...`: a tensor sharing a leaf's storage, invisible to autograd. Looked up only
@@ -258,16 +258,16 @@ class MissingZeroGrad(Rule):
             ptr = t.untyped_storage().data_ptr()
         except Exception:  # storage-less tensors (meta, some subclasses)
             return None
-        for leaf in list(ctx.rec.leaves.keys())[-MAX_ALIASES:] + self._manual():
+        for leaf in ctx.recorded_leaf_tensors()[-MAX_ALIASES:] + self._manual():
             if leaf.shape == t.shape and leaf.untyped_storage().data_ptr() == ptr:
                 return leaf
         return None
 
     def _manual(self) -> list[torch.Tensor]:
-        return [e[0]() for e in list(self.states._data.values())
+        return [e[0]() for e in list(self.states.entries.values())
                 if e[0]() is not None and e[1].manual][:MAX_ALIASES]
 
-    def _finding(self, ctx: Any, subject: Subject, site: Site, state: _GradState, fix: str,
+    def _finding(self, ctx: RuleContext, subject: Subject, site: Site, state: _GradState, fix: str,
                  verb: str, count: str) -> Finding:
         stepped = ctx.loc(state.stepped)
         onto = ctx.loc(state.onto)

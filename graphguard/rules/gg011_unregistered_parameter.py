@@ -16,7 +16,7 @@ from ..capture.sites import is_internal_file
 from ..capture.weakmap import WeakIdMap
 from ..lookup.source import (assignment_lines, attribute_assignment_lines, called_names,
                               enclosing_scope)
-from .context import assigned_name
+from .context import RuleContext, assigned_name
 from ..events import (BackwardCall, GradRead, GuardExit, InplaceOp, ParamGroupAdded, StepCall)
 from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 from .base import Rule, display
@@ -125,6 +125,7 @@ class UnregisteredParameter(Rule):
     template = ("{name} gets gradients from the backward at line {backward_line} but no optimizer "
                 "holds it{why}, so it never trains. {fix}")
     events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit)
+    supersedes = ("GG103",)  # its leaf is meant to be trained
 
     def __init__(self) -> None:
         self.known: WeakIdMap[bool] = WeakIdMap()  # params present when an optimizer was built
@@ -135,7 +136,7 @@ class UnregisteredParameter(Rule):
         self.groups: dict[tuple, _Group] = {}
         self.searches = 0
 
-    def check(self, event: Any, ctx: Any) -> list[Finding] | None:
+    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
             self._collect(event, ctx)
         elif isinstance(event, GradRead):
@@ -164,33 +165,32 @@ class UnregisteredParameter(Rule):
             for p in module.parameters():
                 self.known[p] = True
 
-    def _note_birth(self, event: InplaceOp, ctx: Any) -> None:
+    def _note_birth(self, event: InplaceOp, ctx: RuleContext) -> None:
         # nn.Linear & co. initialise their new Parameters in place under no_grad: the first such
         # write tells where a layer was built (PyTorch's Parameter() itself is invisible to us).
         t = event.target
-        if event.grad_enabled or ctx.rec.in_step or not isinstance(t, torch.nn.Parameter):
+        if event.grad_enabled or ctx.in_optimizer_step() or not isinstance(t, torch.nn.Parameter):
             return
         if t not in self.born:
             self.born[t] = event.site
 
     # ---- collecting at each backward ------------------------------------------------------------
-    def _collect(self, event: BackwardCall, ctx: Any) -> None:
+    def _collect(self, event: BackwardCall, ctx: RuleContext) -> None:
         if event.api == "grad" or event.inputs or event.scan is None:
             return  # autograd.grad fills no .grad; backward(inputs=...) chose its leaves
-        if not len(ctx.rec.optimized):
+        if not ctx.any_optimized():
             return  # no optimizer known yet (or none at all): nothing to compare with
-        done, cands = self.checked._data, self.cands._data
+        done, cands = self.checked.entries, self.cands.entries
         # (WeakIdMap lookups inlined: this runs over every leaf at every backward)
         new = [v for v in event.scan.leaves
                if ((e := done.get(id(v))) is None or e[0]() is not v)
                and ((c := cands.get(id(v))) is None or c[0]() is not v)]
         if not new:
             return  # the steady state: every leaf already judged (fast lookups only)
-        optimized = ctx.rec.optimized
         found = []
         for v in new:
             # an optimized leaf stays judged: handed to an optimizer is the end of the story
-            verdict = None if v in optimized else self._owner_of(v, ctx)
+            verdict = None if ctx.is_optimized(v) else self._owner_of(v, ctx)
             if verdict is None:
                 self.checked[v] = True  # optimized, or not a trainable tensor of a trained model
             else:
@@ -200,20 +200,19 @@ class UnregisteredParameter(Rule):
             for v, (how, name) in found:
                 self._add(v, how, name, event, ctx, sites.get(id(v)))
 
-    def _owner_of(self, v: torch.Tensor, ctx: Any) -> tuple[str, str | None] | None:
+    def _owner_of(self, v: torch.Tensor, ctx: RuleContext) -> tuple[str, str | None] | None:
         """(how, name) when `v` is meant to be trained but sits outside every optimizer."""
         if v in self.known or v._backward_hooks or getattr(v, "_post_accumulate_grad_hooks", None):
             return None  # present when the optimizer was built (left out on purpose), or hooked
         is_param = isinstance(v, torch.nn.Parameter)
         if not is_param:
-            rec = ctx.rec.leaves.get(v)
-            if rec is not None and rec.stats.used or self.searches >= MAX_SEARCHES:
+            if ctx.leaf_used(v) or self.searches >= MAX_SEARCHES:
                 return None
             self.searches += 1  # plain tensors are many (inputs with requires_grad_): bounded
         owner = find_owner(v)
         if owner is not None:
             # a model none of whose parameters is trained (a teacher, a frozen encoder) is not ours
-            if not any(p in ctx.rec.optimized for p in owner.root.parameters()):
+            if not any(ctx.is_optimized(p) for p in owner.root.parameters()):
                 return None
             return ("registered-late" if owner.how == "registered" else owner.how), owner.path
         if not is_param:
@@ -240,16 +239,16 @@ class UnregisteredParameter(Rule):
                 out[id(var)] = st.site
         return out
 
-    def _add(self, v: torch.Tensor, how: str, name: str | None, event: BackwardCall, ctx: Any,
+    def _add(self, v: torch.Tensor, how: str, name: str | None, event: BackwardCall, ctx: RuleContext,
              use: Site | None) -> None:
         key = ((use[0].file, use[0].line) if use else None, name if use is None else None)
         g = self.groups.get(key)
         if g is None and use is None and name is not None:
             # unrecorded iteration (light mode): the same name seen earlier belongs to its group
             g = next((x for x in self.groups.values() if name in x.names), None)
-        rec = ctx.rec.leaves.get(v)
+        rec = ctx.leaf_record(v)
         if g is None:
-            if not ctx.rec.recording and how in ("standalone", "unnamed"):
+            if not ctx.recording_details() and how in ("standalone", "unnamed"):
                 # a loose Parameter made fresh each step is often an input whose .grad is read
                 # (a saliency map); reads are seen only while recording, so stay quiet
                 self.checked[v] = True
@@ -260,10 +259,9 @@ class UnregisteredParameter(Rule):
             kind = "parameter" if isinstance(v, torch.nn.Parameter) else "tensor"
             g = self.groups[key] = _Group(name, kind, how, use or event.site, event.site,
                                           ctx.iteration, summarize(v), born)
-        if rec is not None:
-            # its gradient is meant for an optimizer: one finding (this one), not also GG103's
-            # "needless requires_grad", whose fix would be the opposite
-            rec.stats.used = True
+        # its gradient is meant for an optimizer: one finding (this one), not also GG103's
+        # "needless requires_grad", whose fix would be the opposite (supersedes, NOTE [supersedes])
+        ctx.claim_leaf(self, v)
         if name and name not in g.names:
             g.names.append(name)
         if len(g.joined) < 8:  # two iterations already tell "built anew at every call"
@@ -273,22 +271,22 @@ class UnregisteredParameter(Rule):
         self.cands[v] = g
 
     # ---- judging ---------------------------------------------------------------------------------
-    def _judge(self, ctx: Any, before: int | None) -> list[Finding] | None:
-        if not self.groups or not len(ctx.rec.optimized):
+    def _judge(self, ctx: RuleContext, before: int | None) -> list[Finding] | None:
+        if not self.groups or not ctx.any_optimized():
             return None  # no optimizer at all: a manual loop applies gradients itself
         out = []
         for g in self.groups.values():
             if g.reported or (before is not None and g.iteration >= before):
                 continue  # give the user the rest of the iteration to read .grad
             alive = [v for v in (r() for r in g.leaves) if v is not None]
-            if g.used or any(v in ctx.rec.optimized for v in alive):
+            if g.used or any(ctx.is_optimized(v) for v in alive):
                 g.reported = True  # read by the user, or handed to an optimizer since
                 continue
             g.reported = True
             out.append(self._finding(ctx, g))
         return out
 
-    def _finding(self, ctx: Any, g: _Group) -> Finding:
+    def _finding(self, ctx: RuleContext, g: _Group) -> Finding:
         name, kind = self._subject_name(g)
         g.kind = kind
         born = ctx.loc(g.born)
@@ -321,7 +319,7 @@ class UnregisteredParameter(Rule):
         return g.names[0], g.kind
 
     @staticmethod
-    def _explain(g: _Group, name: str | None, ctx: Any) -> tuple[str, str]:
+    def _explain(g: _Group, name: str | None, ctx: RuleContext) -> tuple[str, str]:
         opts = ctx.optimizers()
         opt = opts[0][0] if opts else "optimizer"
         what = name or "it"

@@ -1,13 +1,13 @@
 """GG012 non-scalar-loss: backward from a tensor with more than one element and no gradient given."""
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 
 from ..events import BackwardCall
 from ..model import Finding
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["NonScalarLoss"]
 
@@ -49,7 +49,7 @@ class NonScalarLoss(Rule):
                 "reduce it first: {fix}")
     events = (BackwardCall,)
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         out = []
         for i, root in enumerate(event.roots):
             if not isinstance(root, torch.Tensor) or not root.requires_grad:

@@ -23,7 +23,6 @@ FIRST = 8  # look at every iteration end up to this one; then at powers of two, 
 EVERY = 512
 MIN_SPAN = 3  # distinct iterations a holder must span: one kept loss, or two, is no pile
 FOLLOW_UPS = 3  # extra looks at the next iteration ends for a holder that may be growing
-_CAUSES = frozenset({"GG001", "GG004", "GG102"})  # they already explain a graph carried over
 
 
 @dataclass
@@ -87,11 +86,11 @@ class GraphLeak(Rule):
         self.reported: set[str] = set()  # holder names already reported
         self.follow: dict[str, int] = {}  # suspect holder -> follow-up looks left before the next due one
 
-    def check(self, event: Any, ctx: Any) -> list[Finding] | None:
+    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         it = ctx.iteration
         if isinstance(event, BackwardCall):
             # no optimizer at all: iterations end at graph-freeing backward calls (DESIGN.md)
-            if ctx.guard.steps or len(ctx.rec.optimized):
+            if ctx.optimizer_steps() or ctx.any_optimized():
                 return None
         elif isinstance(event, GuardExit):
             if it == self.checked_at or it < MIN_SPAN - 1:
@@ -102,14 +101,13 @@ class GraphLeak(Rule):
         return self._look(ctx, it)
 
     # ---- looking at the holders ------------------------------------------------------------------
-    def _look(self, ctx: Any, it: int) -> list[Finding] | None:
+    def _look(self, ctx: RuleContext, it: int) -> list[Finding] | None:
         due = _due(it)
         self.checked_at = it
-        named_elsewhere = {f.subject.name for f in ctx.guard.findings if f.code in _CAUSES}
         budget = [BUDGET]
         out = []
         for h in find_holders():
-            if h.name in self.reported or h.name in named_elsewhere or budget[0] <= 0:
+            if h.name in self.reported or budget[0] <= 0 or ctx.superseded(self, name=h.name):
                 continue
             v = self._judge(h, ctx, it, budget)
             if v is not None and v.spans >= MIN_SPAN:
@@ -126,8 +124,8 @@ class GraphLeak(Rule):
                 self.follow.pop(h.name, None)
         return out
 
-    def _judge(self, h: Holder, ctx: Any, it: int, budget: list[int]) -> _Verdict | None:
-        stamp_key, mark_key = ctx.guard._stamp_key, ctx.guard._mark_key
+    def _judge(self, h: Holder, ctx: RuleContext, it: int, budget: list[int]) -> _Verdict | None:
+        stamp_key, mark_key = ctx.stamp_key, ctx.mark_key
         seen_key, leak_key = stamp_key + ".seen", stamp_key + ".leak"
         latest = it - 1  # the iteration that just ended
         roots = []
@@ -179,7 +177,7 @@ class GraphLeak(Rule):
         return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect)
 
     # ---- wording ---------------------------------------------------------------------------------
-    def _finding(self, ctx: Any, h: Holder, v: _Verdict) -> Finding:
+    def _finding(self, ctx: RuleContext, h: Holder, v: _Verdict) -> Finding:
         loc = self._where(h, v)
         per = max(1, v.nodes // max(1, v.spans))
         nodes = f"{v.nodes}+" if v.truncated else str(v.nodes)

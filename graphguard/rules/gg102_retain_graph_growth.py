@@ -11,6 +11,7 @@ from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.stale import StaleAnalysis, analyze, site_key, snapshot
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["RetainGraphGrowth"]
 
@@ -62,17 +63,17 @@ class RetainGraphGrowth(Rule):
     template = ("this backward(retain_graph=True) runs again through {stale} graph nodes kept from "
                 "iteration {since}{growth}; the cause is {name}, {why}. {fix}")
     events = (BackwardCall,)
+    supersedes = ("GG101",)  # it already explains a graph carried over
 
     def __init__(self) -> None:
         self.walked: dict[tuple, tuple[int, int]] = {}  # backward line -> (iteration, nodes walked)
         self.reported: set[tuple] = set()  # backward lines already reported (once is enough)
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         if not event.retain_graph or event.scan is None:
             return None
         growth = self._growth(event, ctx.iteration)
-        event.iteration = ctx.iteration  # type: ignore[attr-defined]
-        a = analyze(event)
+        a = ctx.shared(analyze, event)
         if a.kind != "retained":
             return None  # freed: PyTorch will raise, and GG001/GG003/GG004 say why
         line = site_key(event.site[:1])
@@ -118,7 +119,7 @@ class RetainGraphGrowth(Rule):
         return f" (the graph it walks grew from {prev[1]} to {n}{more} nodes, +{per:.0f} per iteration)"
 
     @staticmethod
-    def _cause(event: BackwardCall, a: StaleAnalysis, ctx: Any) -> tuple[NameHit | None, Any]:
+    def _cause(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext) -> tuple[NameHit | None, Any]:
         """The variable that holds the old part: for a carried state, the variable that now holds
         this iteration's value made by the same line (as GG004 names it); else the old tensor."""
         node = event.scan.nodes[a.boundary]

@@ -1,9 +1,8 @@
 """GG103 needless-requires-grad: a leaf made with requires_grad=True whose gradient nobody uses."""
 from __future__ import annotations
 
-from typing import Any
 
-from .context import assigned_name
+from .context import RuleContext, assigned_name
 from ..events import GuardExit
 from ..model import Finding, Subject
 from .base import Rule, display
@@ -44,13 +43,13 @@ class NeedlessRequiresGrad(Rule):
     template = "{name} is created with requires_grad=True ({count}) but its gradient is never used. Fix: {fix}"
     events = (GuardExit,)
 
-    def check(self, event: GuardExit, ctx: Any) -> list[Finding] | None:
+    def check(self, event: GuardExit, ctx: RuleContext) -> list[Finding] | None:
         live = {}
-        for t, rec in list(ctx.rec.leaves.items()):
+        for t, rec in ctx.recorded_leaves():
             live.setdefault(id(rec.stats), t)
         out = []
-        for stats in ctx.rec.leaf_sites.values():
-            if stats.used or not stats.site:
+        for stats in ctx.leaf_sites():
+            if stats.used or not stats.site or ctx.superseded(self, leaf_site=stats):
                 continue
             t = live.get(id(stats))
             if (event.exc is not None and stats.first_iteration >= ctx.iteration

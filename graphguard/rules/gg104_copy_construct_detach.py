@@ -1,11 +1,11 @@
 """GG104 copy-construct-detach: torch.tensor(...) built from tensors that require grad."""
 from __future__ import annotations
 
-from typing import Any
 
 from ..events import CopyConstruct
 from ..model import Finding, Related
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["CopyConstructDetach"]
 
@@ -41,7 +41,7 @@ class CopyConstructDetach(Rule):
     template = "{func}(...) copies {name}, which requires grad: the copy has no history. Fix: {fix}"
     events = (CopyConstruct,)
 
-    def check(self, event: CopyConstruct, ctx: Any) -> list[Finding] | None:
+    def check(self, event: CopyConstruct, ctx: RuleContext) -> list[Finding] | None:
         hits = []
         for s in event.sources:
             hit = ctx.name_of(s)

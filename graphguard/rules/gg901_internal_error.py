@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Rule
+from .context import RuleContext
 
 __all__ = ["InternalError"]
 
@@ -38,5 +39,5 @@ class InternalError(Rule):
     template = "graphguard failed while {doing} ({error}); that check was skipped, training went on"
     events = ()
 
-    def check(self, event: Any, ctx: Any) -> None:
+    def check(self, event: Any, ctx: RuleContext) -> None:
         return None

@@ -2,11 +2,11 @@
 graphguard cannot look inside."""
 from __future__ import annotations
 
-from typing import Any
 
 from ..events import BackwardCall
 from ..model import Finding
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["CompiledCode"]
 
@@ -58,7 +58,7 @@ class CompiledCode(Rule):
     def __init__(self) -> None:
         self.reported = False  # once per guard: the point is made by the first one
 
-    def check(self, event: BackwardCall, ctx: Any) -> list[Finding] | None:
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         if self.reported or event.scan is None:
             return None
         node = next((n for n in event.scan.nodes if type(n).__name__ == _COMPILED_NODE), None)

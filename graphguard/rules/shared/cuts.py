@@ -32,7 +32,7 @@ def leaf_label(ctx: RuleContext, leaf: Any) -> str | None:
     hit = ctx.name_of(leaf)
     if hit:
         return hit.name
-    rec = ctx.rec.leaves.get(leaf)
+    rec = ctx.leaf_record(leaf)
     if rec is not None and rec.site:
         return assigned_name(rec.site[0], rec.func)
     return None

@@ -27,10 +27,9 @@ import heapq
 import sys
 import warnings
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
-from ...model.findings import Site, SourceLoc
+from ...model.findings import Site
 from ...model.snapshot import (MAX_SNAPSHOT_NODES, ROLES, SHARED_FANOUT, TORCHVIZ_MAX, GraphSnapshot,
                               SnapNode, call_node, site_locs)
 

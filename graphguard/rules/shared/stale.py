@@ -32,13 +32,10 @@ def site_key(site: Any) -> tuple | None:
 
 
 def analyze(call: BackwardCall) -> StaleAnalysis:
-    """Memoized on the call, so the three rules share one analysis."""
-    cached = getattr(call, "_stale", None)
-    if cached is not None:
-        return cached
+    """Rules ask for it through `ctx.shared(analyze, call)`: one analysis per call for all of them."""
     scan: GraphScan = call.scan
     marks = scan.marks
-    it = call_iteration(call)
+    it = call.iteration
     # Leaves (AccumulateGrad) are reached by every backward on purpose: never "stale". The scan
     # lists them and the other marked nodes (usually none: then this costs nothing per node).
     leafy = scan.leaf_index
@@ -81,12 +78,7 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
         if out.mark and out.mark.site and call.site:
             out.same_call_line = out.mark.site[0][:2] == call.site[0][:2]
         out.carried = _carried(scan, out)
-    call._stale = out  # type: ignore[attr-defined]
     return out
-
-
-def call_iteration(call: BackwardCall) -> int:
-    return getattr(call, "iteration", 0)
 
 
 def _carried(scan: GraphScan, a: StaleAnalysis) -> bool:
@@ -112,7 +104,7 @@ def snapshot(call: BackwardCall, a: StaleAnalysis, label: str | None, title: str
     for i in sorted(set(a.freed) | {i for i in check if call.scan.freed(i)}):
         roles.setdefault(i, []).append("freed")
     labels = {a.boundary: label} if label else {}
-    it = call_iteration(call)
+    it = call.iteration
     entry = call_node("entry", "this backward", loc_of(call.site), it)
     snap = snapshot_from_scan(call.scan, roles, labels, title, roots=call.roots, entry=entry,
                               creation=creation)

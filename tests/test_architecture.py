@@ -1,0 +1,234 @@
+"""The layering of docs/architecture.md, checked on graphguard's own imports (parsed with ast)."""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "graphguard"
+DOC = PACKAGE.parent / "docs" / "architecture.md"
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str  # importing module, dotted
+    dst: str  # imported module, dotted (a `from pkg import mod` counts as pkg.mod when mod is one)
+    names: tuple[str, ...]  # names imported from dst
+    line: int
+    type_checking: bool  # under `if TYPE_CHECKING:`
+    local: bool  # inside a function (made at call time)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PACKAGE.rglob("*.py"):
+        parts = list(p.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _edges_of(mod: str, path: Path) -> list[Edge]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    out: list[Edge] = []
+
+    def visit(node: ast.AST, tc: bool, local: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for c in child.body:
+                    visit_one(c, True, local)
+                for c in child.orelse:
+                    visit_one(c, tc, local)
+                continue
+            visit_one(child, tc, local)
+
+    def visit_one(node: ast.AST, tc: bool, local: bool) -> None:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "graphguard":
+                return
+            plain = []
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                if sub in MODULES:  # `from . import guard`: the module itself
+                    out.append(Edge(mod, sub, (), node.lineno, tc, local))
+                else:
+                    plain.append(a.name)
+            if plain or not node.names:
+                out.append(Edge(mod, target, tuple(plain), node.lineno, tc, local))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "graphguard":
+                    out.append(Edge(mod, a.name, (), node.lineno, tc, local))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            visit(node, tc, True)
+        else:
+            visit(node, tc, local)
+
+    visit(tree, False, False)
+    return out
+
+
+EDGES = [e for m, p in sorted(MODULES.items()) for e in _edges_of(m, p)]
+
+
+# ---- the layer table, read from docs/architecture.md -------------------------------------------
+def _doc_table() -> tuple[dict[str, str], dict[str, set[str]], set[tuple[str, str]]]:
+    """From the doc: module patterns -> layer, layer -> layers it may import, and the allowed
+    call-time exceptions (module, module)."""
+    text = DOC.read_text(encoding="utf-8")
+    block = re.search(r"<!-- layers -->\n(.*?)<!-- /layers -->", text, re.S)
+    assert block, "docs/architecture.md lost its layer table (<!-- layers --> ... <!-- /layers -->)"
+    patterns: dict[str, str] = {}
+    allowed: dict[str, set[str]] = {}
+    for row in block.group(1).splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) != 3 or cells[0] in ("layer", "") or set(cells[0]) <= {"-"}:
+            continue
+        layer, mods, may = cells
+        for m in mods.split(","):
+            patterns[m.strip().strip("`")] = layer
+        allowed[layer] = {x.strip() for x in may.split(",") if x.strip() and x.strip() != "-"}
+    exc = re.search(r"<!-- exceptions -->\n(.*?)<!-- /exceptions -->", text, re.S)
+    exceptions = set()
+    for line in (exc.group(1).splitlines() if exc else []):
+        m = re.match(r"\s*-\s*`([\w.]+)`\s*->\s*`([\w.]+)`", line)
+        if m:
+            exceptions.add((m.group(1), m.group(2)))
+    return patterns, allowed, exceptions
+
+
+PATTERNS, ALLOWED, EXCEPTIONS = _doc_table()
+
+
+def layer_of(mod: str) -> str:
+    """The layer of a module: the longest pattern of the table that names it or its package."""
+    best = ""
+    for pat in PATTERNS:
+        # the root pattern `graphguard` names the package's __init__ only
+        if (mod == pat or (pat != "graphguard" and mod.startswith(pat + "."))) and len(pat) > len(best):
+            best = pat
+    assert best, f"{mod} is in no layer of docs/architecture.md: add it to the table"
+    return PATTERNS[best]
+
+
+def _excepted(e: Edge) -> bool:
+    return e.local and any(e.src == a and (e.dst == b or e.dst.startswith(b + ".")) for a, b in EXCEPTIONS)
+
+
+def test_every_module_has_a_layer() -> None:
+    for mod in MODULES:
+        layer_of(mod)
+    assert set(ALLOWED) == set(PATTERNS.values())
+    for layer, may in ALLOWED.items():
+        assert may <= set(ALLOWED), f"{layer} may import an unknown layer: {may - set(ALLOWED)}"
+
+
+def test_no_edge_the_doc_forbids() -> None:
+    bad = []
+    for e in EDGES:
+        a, b = layer_of(e.src), layer_of(e.dst)
+        if a != b and b not in ALLOWED[a] and not _excepted(e):
+            bad.append(f"{e.src}:{e.line} ({a}) imports {e.dst} ({b})"
+                       + (" under TYPE_CHECKING" if e.type_checking else ""))
+    assert not bad, "imports docs/architecture.md forbids:\n" + "\n".join(bad)
+
+
+def _modules_under(prefix: str) -> list[str]:
+    return [m for m in MODULES if m == prefix or m.startswith(prefix + ".")]
+
+
+@pytest.mark.parametrize("src, forbidden", [
+    ("graphguard.capture", ["graphguard.guard", "graphguard.engine", "graphguard.rules",
+                            "graphguard.report", "graphguard.cli", "graphguard.pytest_plugin",
+                            "graphguard.lookup", "graphguard"]),
+    ("graphguard.report", ["graphguard.capture", "graphguard.rules", "graphguard.guard",
+                           "graphguard.engine", "graphguard.lookup", "graphguard"]),
+    ("graphguard.model", ["graphguard.capture", "graphguard.rules", "graphguard.guard",
+                          "graphguard.engine", "graphguard.events", "graphguard.lookup", "graphguard"]),
+])
+def test_lower_layers_know_nothing_above(src: str, forbidden: list[str]) -> None:
+    """Not even under TYPE_CHECKING, not even inside a function."""
+    assert _modules_under(src)
+    bad = []
+    for e in EDGES:
+        if not (e.src == src or e.src.startswith(src + ".")):
+            continue
+        for f in forbidden:
+            hit = e.dst == f if f == "graphguard" else (e.dst == f or e.dst.startswith(f + "."))
+            if hit:
+                bad.append(f"{e.src}:{e.line} imports {e.dst}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_names_across_modules() -> None:
+    bad = [f"{e.src}:{e.line} imports {n} from {e.dst}" for e in EDGES
+           for n in e.names if n.startswith("_") and not n.startswith("__") and e.src != e.dst]
+    bad += [f"{e.src}:{e.line} imports private module {e.dst}" for e in EDGES
+            if any(p.startswith("_") and not p.startswith("__") and p != "_version"
+                   for p in e.dst.split(".")) and e.dst.rpartition(".")[0] != e.src.rpartition(".")[0]]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycle() -> None:
+    """Over every import made at run time (module level or inside a function; TYPE_CHECKING
+    imports are never made), only the documented call-time exceptions left out."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for e in EDGES:
+        if e.type_checking or _excepted(e):
+            continue
+        dst = e.dst if e.dst in MODULES else e.dst.rpartition(".")[0]
+        if dst in MODULES and dst != e.src:
+            graph[e.src].add(dst)
+        # importing a submodule runs its package's __init__ first
+        parent = dst.rpartition(".")[0]
+        while parent and parent in MODULES:
+            if not e.src.startswith(parent + ".") and parent != e.src:
+                graph[e.src].add(parent)
+            parent = parent.rpartition(".")[0]
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = dfs(n)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            cycle = dfs(m)
+            assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_checker_sees_imports() -> None:
+    """The parser itself: relative, TYPE_CHECKING and function-local imports are all found."""
+    assert any(e.src == "graphguard.guard" and e.dst.startswith("graphguard.capture") for e in EDGES)
+    assert any(e.local for e in EDGES)
+    assert layer_of("graphguard.capture.recorder") == "capture"
