@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-diagrams", action="store_true", help="skip DOT/SVG diagrams")
     run.add_argument("--record-iterations", type=_count, default=2,
                      help="iterations recorded in full before the light mode (default 2)")
+    run.add_argument("--max-steps", type=_count, default=None, metavar="N",
+                     help="stop the program cleanly after N optimizer steps")
     run.add_argument("script", nargs="?", help="the script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     sub.add_parser("rules", help="list the rules")
@@ -149,7 +151,7 @@ def _cmd_run(args: Any) -> int:
     if args.module and args.script:  # `-m pkg.mod a b`: argparse put `a` in script
         script_args.insert(0, args.script)
     guard = GraphGuard(mode=args.mode, select=_codes(args.select), ignore=_codes(args.ignore),
-                       record_iterations=args.record_iterations)
+                       record_iterations=args.record_iterations, max_steps=args.max_steps)
     status, exc, script_rc = "ok", None, 0
     old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
     sys.argv = [target, *script_args]

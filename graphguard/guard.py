@@ -3,19 +3,19 @@ from __future__ import annotations
 
 import functools
 import gc
-import inspect
 import itertools
 import os
 import sys
 import threading
 import warnings
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import torch
 from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
+from .capture.backward import bind_backward
 from .capture.mode import GuardMode
 from .capture.recorder import Recorder
 from .capture.scan import scan_graph
@@ -31,7 +31,7 @@ from .model import Finding, RunRecord, Site, count_severities
 from .engine import REARM_ITERATIONS, Engine  # noqa: F401 - REARM_ITERATIONS: documented here too
 from .rules import ALL_RULES, Rule, check_codes, selected, superseded_by
 
-__all__ = ["GraphGuard", "active_guards"]
+__all__ = ["GraphGuard", "StepLimitReached", "active_guards"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _COUNTER = itertools.count()
@@ -74,54 +74,6 @@ def _raise_stack_limit() -> None:
             resource.setrlimit(resource.RLIMIT_STACK, (new, hard))
     except (ImportError, ValueError, OSError):
         pass
-
-
-_BACKWARD_SIG = inspect.signature(torch.autograd.backward)
-_GRAD_SIG = inspect.signature(torch.autograd.grad)
-_TENSOR_BACKWARD_SIG = inspect.signature(torch.Tensor.backward)
-
-
-def _fast_binder(sig: inspect.Signature) -> Callable[..., dict[str, Any]]:
-    """A function with `sig`'s parameters that returns their values (defaults applied) by name.
-
-    Python's own call binding does in about half a microsecond what `Signature.bind` does in
-    about ten; made from the installed torch's signature, so it follows its version.
-    """
-    P = inspect.Parameter
-    params = list(sig.parameters.values())
-    last_positional_only = max((i for i, q in enumerate(params) if q.kind is P.POSITIONAL_ONLY),
-                               default=-1)
-    defaults: dict[str, Any] = {}
-    parts: list[str] = []
-    star = False
-    for i, prm in enumerate(params):
-        if prm.kind is P.VAR_POSITIONAL:
-            parts.append("*" + prm.name)
-            star = True
-            continue
-        if prm.kind is P.VAR_KEYWORD:
-            parts.append("**" + prm.name)
-            continue
-        if prm.kind is P.KEYWORD_ONLY and not star:
-            parts.append("*")
-            star = True
-        if prm.default is not P.empty:
-            defaults[prm.name] = prm.default
-            parts.append(f"{prm.name}=__defaults[{prm.name!r}]")
-        else:
-            parts.append(prm.name)
-        if i == last_positional_only:
-            parts.append("/")
-    names = ", ".join(f"{n!r}: {n}" for n in sig.parameters)
-    src = f"def bind({', '.join(parts)}):\n    return {{{names}}}\n"
-    ns: dict[str, Any] = {"__defaults": defaults}
-    exec(src, ns)  # noqa: S102 - source built from parameter names only
-    return ns["bind"]
-
-
-_BIND_BACKWARD = _fast_binder(_BACKWARD_SIG)
-_BIND_GRAD = _fast_binder(_GRAD_SIG)
-_BIND_TENSOR_BACKWARD = _fast_binder(_TENSOR_BACKWARD_SIG)
 
 
 def _user_stacklevel() -> int:
@@ -211,12 +163,9 @@ def _listed_params(param_group: Any) -> dict:
     return dict(param_group, params=params)
 
 
-def _as_list(x: Any) -> list[Any]:
-    if x is None:
-        return []
-    if isinstance(x, torch.Tensor):
-        return [x]
-    return list(x)
+class StepLimitReached(SystemExit):
+    """Raised out of ``optimizer.step()`` once ``max_steps`` steps are done: the program stops as
+    if it had called ``sys.exit(0)`` (``graphguard run --max-steps N``, ``graphguard fix``)."""
 
 
 class GraphGuard:
@@ -232,6 +181,8 @@ class GraphGuard:
         record_iterations: iterations recorded in full (creation lines, cuts) before the guard
             switches to its light mode, where only backward and step are checked. ``None``: always.
         max_walk: most graph nodes examined before one backward.
+        max_steps: stop the program after this many optimizer steps (``StepLimitReached``, a
+            ``SystemExit(0)`` raised out of the step); ``None`` (default): never.
 
     Example::
 
@@ -256,7 +207,7 @@ class GraphGuard:
 
     def __init__(self, mode: str = "raise", select: Iterable[str] | None = None,
                  ignore: Iterable[str] | None = None, record_iterations: int | None = 2,
-                 max_walk: int = 1_000_000) -> None:
+                 max_walk: int = 1_000_000, max_steps: int | None = None) -> None:
         if mode not in ("raise", "warn", "collect"):
             raise GraphGuardUsageError(f"unknown mode {mode!r}: use raise, warn or collect")
         self.mode = mode
@@ -265,6 +216,7 @@ class GraphGuard:
         check_codes(self.select + self.ignore)
         self.record_iterations = record_iterations
         self.max_walk = max_walk
+        self.max_steps = max_steps  # stop the program cleanly after this many optimizer steps
         n = next(_COUNTER)
         self._stamp_key = f"graphguard.{n}.made"
         self._mark_key = f"graphguard.{n}.traversed"
@@ -275,7 +227,9 @@ class GraphGuard:
         self._pending_boundary = False
         self._in_backward = False
         self._step_site: tuple[Any, Site] | None = None  # (optimizer, site) of the step under way
-        self._undo: list[Callable[[], None]] = []
+        # every installed hook is a handle whose undo is pushed here as soon as it is installed
+        self._undo = ExitStack()
+        self._undo_errors: list[BaseException] = []
         self.clock = Clock()  # iteration and backward_calls, read by capture per op
         self.steps = 0
         rules = [cls() for cls in ALL_RULES if selected(cls.code, self.select, self.ignore)]
@@ -378,7 +332,8 @@ class GraphGuard:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with GraphGuard(self.mode, self.select, self.ignore, self.record_iterations, self.max_walk) as g:
+            with GraphGuard(self.mode, self.select, self.ignore, self.record_iterations, self.max_walk,
+                            self.max_steps) as g:
                 wrapper.guard = g  # type: ignore[attr-defined]
                 return fn(*args, **kwargs)
 
@@ -429,11 +384,11 @@ class GraphGuard:
     def _install(self) -> None:
         _keep_dynamo_out()
         torch._C._push_on_torch_function_stack(self._mode)
-        self._undo.append(self._remove_mode)
+        self._on_exit(self._remove_mode)
         self._push_saved_hooks()
         # each undo is queued as soon as its step is done: a failure halfway leaves nothing behind
-        self._undo.append(register_optimizer_step_pre_hook(self._step_pre_hook).remove)
-        self._undo.append(register_optimizer_step_post_hook(self._step_post_hook).remove)
+        self._on_exit(register_optimizer_step_pre_hook(self._step_pre_hook).remove)
+        self._on_exit(register_optimizer_step_post_hook(self._step_post_hook).remove)
         self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward, "backward"))
         self._patch(torch.autograd, "grad", self._wrap_backward(torch.autograd.grad, "grad"))
         self._patch(warnings, "showwarning", _showwarning_at_user_line(warnings.showwarning))
@@ -452,7 +407,7 @@ class GraphGuard:
             if owner.__dict__.get(name) is new:
                 setattr(owner, name, _skip_exited(old))
 
-        self._undo.append(undo)
+        self._on_exit(undo)
 
     def _push_saved_hooks(self) -> None:
         try:
@@ -461,7 +416,7 @@ class GraphGuard:
             # inside torch.autograd.graph.disable_saved_tensors_hooks: watch without them
             self._internal_error(err, "installing the saved-tensor hooks (in-place checks are off)")
             return
-        self._undo.append(self._pop_saved_hooks)
+        self._on_exit(self._pop_saved_hooks)
 
     def _pop_saved_hooks(self) -> None:
         """Take our saved-tensor hooks off their stack, wherever they are, keeping the others in
@@ -480,14 +435,19 @@ class GraphGuard:
         for pack, unpack in reversed(above):
             autograd._push_saved_tensors_default_hooks(pack, unpack)
 
-    def _uninstall(self) -> None:
-        errors = []
-        while self._undo:
-            fn = self._undo.pop()
+    def _on_exit(self, undo: Callable[[], None]) -> None:
+        """Queue `undo` on the guard's ExitStack; a failing undo is kept, the others still run."""
+        def run() -> None:
             try:
-                fn()
+                undo()
             except Exception as err:  # keep undoing the rest
-                errors.append(err)
+                self._undo_errors.append(err)
+
+        self._undo.callback(run)
+
+    def _uninstall(self) -> None:
+        self._undo.close()  # last installed, first undone
+        errors, self._undo_errors = self._undo_errors, []
         for err in errors:
             self._internal_error(err, "removing hooks")
 
@@ -603,21 +563,7 @@ class GraphGuard:
         return result
 
     def _prepare_backward(self, api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardCall:
-        if api == "grad":
-            a = _BIND_GRAD(*args, **kwargs)
-            roots = _as_list(a.get("outputs"))
-            grads = _as_list(a.get("grad_outputs"))
-            inputs = _as_list(a.get("inputs"))
-            create = bool(a.get("create_graph", False))
-        else:
-            bind = _BIND_TENSOR_BACKWARD if orig is torch.Tensor.backward else _BIND_BACKWARD
-            a = bind(*args, **kwargs)
-            roots = _as_list(a.get("self", a.get("tensors")))
-            grads = _as_list(a.get("gradient", a.get("grad_tensors")))
-            inputs = _as_list(a.get("inputs"))
-            create = bool(a.get("create_graph", False))
-        retain = a.get("retain_graph")
-        retain = create if retain is None else bool(retain)
+        roots, grads, inputs, retain, create = bind_backward(api, orig, args, kwargs)
         if not retain and self._pending_boundary and self.steps == 0:
             # no optimizer seen: each graph-freeing backward closes an iteration (DESIGN.md)
             self._end_iteration(None, by_backward=True)
@@ -693,6 +639,8 @@ class GraphGuard:
             self._end_iteration(opt)
         except Exception as err:  # raised here it would come out of the user's optimizer.step()
             self._internal_error(err, "ending an iteration")
+        if self.max_steps is not None and self.steps >= self.max_steps:
+            raise StepLimitReached(0)
 
     def _end_iteration(self, opt: Any, by_backward: bool = False) -> None:
         self.iteration += 1

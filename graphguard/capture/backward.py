@@ -1,0 +1,94 @@
+"""Backward interception: the arguments of a backward call, bound as torch itself binds them."""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+__all__ = ["BackwardArgs", "bind_backward"]
+
+
+_BACKWARD_SIG = inspect.signature(torch.autograd.backward)
+_GRAD_SIG = inspect.signature(torch.autograd.grad)
+_TENSOR_BACKWARD_SIG = inspect.signature(torch.Tensor.backward)
+
+
+def _fast_binder(sig: inspect.Signature) -> Callable[..., dict[str, Any]]:
+    """A function with `sig`'s parameters that returns their values (defaults applied) by name.
+
+    Python's own call binding does in about half a microsecond what `Signature.bind` does in
+    about ten; made from the installed torch's signature, so it follows its version.
+    """
+    P = inspect.Parameter
+    params = list(sig.parameters.values())
+    last_positional_only = max((i for i, q in enumerate(params) if q.kind is P.POSITIONAL_ONLY),
+                               default=-1)
+    defaults: dict[str, Any] = {}
+    parts: list[str] = []
+    star = False
+    for i, prm in enumerate(params):
+        if prm.kind is P.VAR_POSITIONAL:
+            parts.append("*" + prm.name)
+            star = True
+            continue
+        if prm.kind is P.VAR_KEYWORD:
+            parts.append("**" + prm.name)
+            continue
+        if prm.kind is P.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        if prm.default is not P.empty:
+            defaults[prm.name] = prm.default
+            parts.append(f"{prm.name}=__defaults[{prm.name!r}]")
+        else:
+            parts.append(prm.name)
+        if i == last_positional_only:
+            parts.append("/")
+    names = ", ".join(f"{n!r}: {n}" for n in sig.parameters)
+    src = f"def bind({', '.join(parts)}):\n    return {{{names}}}\n"
+    ns: dict[str, Any] = {"__defaults": defaults}
+    exec(src, ns)  # noqa: S102 - source built from parameter names only
+    return ns["bind"]
+
+
+_BIND_BACKWARD = _fast_binder(_BACKWARD_SIG)
+_BIND_GRAD = _fast_binder(_GRAD_SIG)
+_BIND_TENSOR_BACKWARD = _fast_binder(_TENSOR_BACKWARD_SIG)
+
+
+def _as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, torch.Tensor):
+        return [x]
+    return list(x)
+
+
+class BackwardArgs(NamedTuple):
+    """What a backward call asks for."""
+
+    roots: list[Any]  # the tensors backward starts from
+    gradients: list[Any]  # grad_tensors / grad_outputs
+    inputs: list[Any]  # `inputs=` of backward, or the inputs of autograd.grad
+    retain_graph: bool  # retain_graph, defaulting to create_graph as torch does
+    create_graph: bool
+
+
+def bind_backward(api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardArgs:
+    """The arguments of `orig(*args, **kwargs)`: api "grad" (autograd.grad) or "backward"
+    (Tensor.backward or autograd.backward)."""
+    if api == "grad":
+        a = _BIND_GRAD(*args, **kwargs)
+        roots = _as_list(a.get("outputs"))
+        grads = _as_list(a.get("grad_outputs"))
+    else:
+        bind = _BIND_TENSOR_BACKWARD if orig is torch.Tensor.backward else _BIND_BACKWARD
+        a = bind(*args, **kwargs)
+        roots = _as_list(a.get("self", a.get("tensors")))
+        grads = _as_list(a.get("gradient", a.get("grad_tensors")))
+    inputs = _as_list(a.get("inputs"))
+    create = bool(a.get("create_graph", False))
+    retain = a.get("retain_graph")
+    retain = create if retain is None else bool(retain)
+    return BackwardArgs(roots, grads, inputs, retain, create)
