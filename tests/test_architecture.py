@@ -232,3 +232,21 @@ def test_the_checker_sees_imports() -> None:
     assert any(e.src == "graphguard.guard" and e.dst.startswith("graphguard.capture") for e in EDGES)
     assert any(e.local for e in EDGES)
     assert layer_of("graphguard.capture.recorder") == "capture"
+
+
+def test_rules_ask_the_context_only() -> None:
+    """Rules never reach through the context to the recorder or the guard, nor read or write
+    another module's private attributes (`x._name` on anything but self/cls)."""
+    bad = []
+    for mod, path in MODULES.items():
+        if not mod.startswith("graphguard.rules."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Attribute):
+                continue
+            base = node.value.id if isinstance(node.value, ast.Name) else None
+            if base == "ctx" and node.attr in ("rec", "guard", "_rec", "_clock", "_findings"):
+                bad.append(f"{mod}:{node.lineno} ctx.{node.attr}")
+            if base == "ctx" and node.attr.startswith("_") and mod != "graphguard.rules.context":
+                bad.append(f"{mod}:{node.lineno} ctx.{node.attr}")
+    assert not bad, "\n".join(bad)
