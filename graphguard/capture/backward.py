@@ -6,7 +6,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-__all__ = ["BackwardArgs", "bind_backward"]
+__all__ = ["BackwardArgs", "bind_backward", "materialize_iterators"]
 
 
 _BACKWARD_SIG = inspect.signature(torch.autograd.backward)
@@ -92,3 +92,20 @@ def bind_backward(api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardArg
     retain = a.get("retain_graph")
     retain = create if retain is None else bool(retain)
     return BackwardArgs(roots, grads, inputs, retain, create)
+
+
+def _one_shot(x: Any) -> bool:
+    return (x is not None and not isinstance(x, (torch.Tensor, list, tuple, bool, int, float))
+            and hasattr(type(x), "__next__"))
+
+
+def materialize_iterators(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """`args`, `kwargs` with every iterator among them (a generator such as `model.parameters()`,
+    `map(...)`, `iter(...)`) made a list, once: the guard reads the list and the real call gets
+    the same list, so binding the arguments never consumes what torch is to read
+    (NOTE [the guard never changes what training computes])."""
+    if any(_one_shot(a) for a in args):
+        args = tuple(list(a) if _one_shot(a) else a for a in args)
+    if kwargs and any(_one_shot(v) for v in kwargs.values()):
+        kwargs = {k: (list(v) if _one_shot(v) else v) for k, v in kwargs.items()}
+    return args, kwargs
