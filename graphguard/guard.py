@@ -16,7 +16,6 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
 from .capture.backward import bind_backward, materialize_iterators
-from .capture.checkpoint import install_checkpoint_hook
 from .capture.mode import GuardMode
 from .capture.recorder import Recorder
 from .capture.scan import scan_graph
@@ -395,7 +394,6 @@ class GraphGuard:
         self._patch(warnings, "showwarning", _showwarning_at_user_line(warnings.showwarning))
         orig_add = torch.optim.Optimizer.add_param_group
         self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
-        self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         old = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
@@ -522,9 +520,9 @@ class GraphGuard:
         if self._in_backward or self.rec.busy or self._foreign() or torch.compiler.is_compiling():
             # (compiling: AOTAutograd tracing a compiled region's backward, not the user's)
             return orig(*args, **kwargs)
+        call = None
         # a generator passed as `inputs` (`model.parameters()`) is read once: by the real call
         args, kwargs = materialize_iterators(args, kwargs)
-        call = None
         _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
         # The scan makes a Python wrapper per graph node and the rules build per-node data: on a
         # 100,000-node graph the collector ran again and again over all of them (a pre-backward
@@ -622,8 +620,7 @@ class GraphGuard:
         self.rec.busy = True
         try:
             self.rec.mark_optimizer_params(opt)
-            closure = (bool(args) and callable(args[0])) or callable((kwargs or {}).get("closure"))
-            event = StepCall(user_site(1), opt, closure=closure)
+            event = StepCall(user_site(1), opt)
             # the post hook of this same step reuses the site (finding it costs ~10-30 us)
             self._step_site = (opt, event.site)
         except Exception as err:
