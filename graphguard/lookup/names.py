@@ -16,12 +16,21 @@ import torch
 from ..model import Frame
 from ..capture.sites import user_frames
 
-__all__ = ["NameHit", "find_name", "find_names", "live_user_frames", "find_objects", "candidates", "SKIP_TYPES"]
+__all__ = ["NameHit", "find_name", "find_names", "live_user_frames", "find_objects", "candidates", "SKIP_TYPES",
+           "python_path", "resolve"]
 
 SKIP_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType,
                types.MethodType, str, bytes, int, float, bool, type(None))
 MAX_CONTAINER = 256  # elements of one list/dict looked into
 MAX_PARAMS = 5000  # parameters of one module looked into
+
+
+def python_path(prefix: str, dotted: str) -> str:
+    """`named_parameters()`'s `layers.2.weight` as the user writes it: `layers[2].weight`."""
+    out = prefix
+    for part in dotted.split(".") if dotted else ():
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out
 
 
 @dataclass(frozen=True)
@@ -93,9 +102,9 @@ def _expand(name: str, value: Any, scope: str, depth: int = 2) -> Iterator[tuple
         for i, (pname, p) in enumerate(value.named_parameters()):
             if i >= MAX_PARAMS:
                 break
-            yield f"{name}.{pname}", p, "parameter"
+            yield python_path(name, pname), p, "parameter"
         for bname, b in value.named_buffers():
-            yield f"{name}.{bname}", b, "parameter"
+            yield python_path(name, bname), b, "parameter"
         # plain attributes of modules (not registered): `self.w = torch.randn(...)`, `self.state`
         for attr, v in list(vars(value).items()):
             if not attr.startswith("_") and isinstance(v, (torch.Tensor, list, tuple, dict)):
@@ -166,3 +175,78 @@ def find_objects(kind: type, frames: list[types.FrameType] | None = None) -> lis
                 seen.add(id(value))
                 out.append((name, value))
     return out
+
+
+def _child(obj: Any, key: Any) -> Any:
+    """`obj.key` / `obj[key]` read without running user code: instance dicts, a module's
+    registered parameters, buffers and submodules, plain lists, tuples and dicts. `_MISSING` else."""
+    if isinstance(key, str):
+        if isinstance(obj, torch.nn.Module):
+            for d in (obj._parameters, obj._buffers, obj._modules):
+                if key in d:
+                    return d[key]
+        d = getattr(obj, "__dict__", None)
+        if isinstance(d, dict) and key in d:
+            return d[key]
+        return _MISSING
+    if isinstance(obj, (list, tuple, dict)) or isinstance(obj, (torch.nn.ModuleList, torch.nn.Sequential)):
+        try:
+            return obj[key] if not isinstance(obj, torch.nn.Module) else list(obj._modules.values())[key]
+        except (IndexError, KeyError, TypeError):
+            return _MISSING
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _steps(expr: Any) -> list[Any] | None:
+    """`self.layers[2].weight` -> ['self', 'layers', ('[', 2), 'weight'] (constants only)."""
+    import ast
+    out: list[Any] = []
+    while True:
+        if isinstance(expr, ast.Name):
+            out.append(expr.id)
+            return out[::-1]
+        if isinstance(expr, ast.Attribute):
+            out.append(expr.attr)
+            expr = expr.value
+        elif isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) \
+                and isinstance(expr.slice.value, (int, str)):
+            out.append(("[", expr.slice.value))
+            expr = expr.value
+        else:
+            return None
+
+
+def resolve(text: str, frames: list[types.FrameType] | None = None) -> NameHit | None:
+    """What an expression the user wrote (`w`, `self.hidden`, `model.fc.weight`, `layers[2]`)
+    holds now in the user's frames, innermost first; read without running user code."""
+    import ast
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    steps = _steps(tree.body)
+    if not steps:
+        return None
+    frames = frames if frames is not None else live_user_frames()
+    for f in frames:
+        loc = f.f_locals
+        try:
+            if steps[0] in loc:
+                obj, scope = loc[steps[0]], "global" if loc is f.f_globals else "local"
+            elif steps[0] in f.f_globals:
+                obj, scope = f.f_globals[steps[0]], "global"
+            else:
+                continue
+        finally:
+            _forget_locals(f, loc)
+        for s in steps[1:]:
+            obj = _child(obj, s[1] if isinstance(s, tuple) else s)
+            if obj is _MISSING:
+                break
+        else:
+            return NameHit(text, Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name),
+                           scope if len(steps) == 1 else "attribute", obj)
+    return None

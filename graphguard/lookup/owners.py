@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import torch
 
 from ..model import Frame
-from .names import candidates, live_user_frames
+from .names import candidates, live_user_frames, python_path
 
 __all__ = ["Owner", "find_owner", "user_modules", "MAX_MODULES"]
 
@@ -57,12 +57,12 @@ def _search(t: torch.Tensor, module: torch.nn.Module, prefix: str, budget: list[
     """(path, how) of `t` inside `module`, or None. `budget` counts modules left to look into."""
     for pname, p in module.named_parameters():
         if p is t:
-            return f"{prefix}.{pname}", "container" if in_container else "registered"
+            return python_path(prefix, pname), "container" if in_container else "registered"
     for mpath, m in module.named_modules():
         budget[0] -= 1
         if budget[0] < 0:
             return None
-        base = f"{prefix}.{mpath}" if mpath else prefix
+        base = python_path(prefix, mpath)
         for attr, v in _plain_attrs(m):
             if v is t:
                 return f"{base}.{attr}", "container" if in_container else "attribute"

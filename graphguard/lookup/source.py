@@ -8,8 +8,11 @@ import linecache
 from functools import lru_cache
 from typing import Iterator
 
+from ..model import SourceLoc
+
 __all__ = ["called_names", "assignment_lines", "attribute_assignment_lines", "growth_lines",
-           "enclosing_scope"]
+           "enclosing_scope", "target_lines", "name_assignment_lines", "class_attribute_lines",
+           "class_of_function", "assigned_targets"]
 
 _GROW_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update", "setdefault",
                            "__setitem__"})
@@ -126,3 +129,138 @@ def _text(expr: ast.AST) -> str:
         return ast.unparse(expr)
     except Exception:
         return ""
+
+
+# ---- creation lines (lookup/origins.py) ----------------------------------------------------------
+def _targets_of(node: ast.AST) -> list[ast.AST]:
+    """The expressions a statement binds: `a, self.h = ...` -> [a, self.h]; `for p in ...` -> [p]."""
+    if isinstance(node, ast.Assign):
+        raw = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.For, ast.AsyncFor)):
+        raw = [node.target]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        raw = [node.optional_vars]
+    elif isinstance(node, ast.NamedExpr):
+        raw = [node.target]
+    else:
+        return []
+    out: list[ast.AST] = []
+    while raw:
+        t = raw.pop(0)
+        if isinstance(t, (ast.Tuple, ast.List)):
+            raw[0:0] = list(t.elts)
+        elif isinstance(t, ast.Starred):
+            raw.insert(0, t.value)
+        else:
+            out.append(t)
+    return out
+
+
+def _loc(file: str, node: ast.AST, function: str) -> SourceLoc:
+    line = node.lineno
+    return SourceLoc(file, line, function, linecache.getline(file, line).strip())
+
+
+def _scope_name(scope: ast.AST | None) -> str:
+    return getattr(scope, "name", "<module>") if scope is not None else "<module>"
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function or module body, not those of functions or classes nested in it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _assigning(file: str, scope: ast.AST, target: str) -> list[SourceLoc]:
+    out = []
+    for node in _own_nodes(scope):
+        if any(_text(t) == target for t in _targets_of(node)):
+            out.append(_loc(file, node, _scope_name(scope)))
+    return sorted(out, key=lambda s: s.line)
+
+
+def _before(found: list[SourceLoc], line: int) -> list[SourceLoc]:
+    """Assignments up to `line` (the last one last); all of them when none comes before."""
+    early = [s for s in found if s.line <= line]
+    return early or found
+
+
+def target_lines(file: str, line: int, target: str) -> list[SourceLoc]:
+    """Statements that assign `target` (`x`, `model.fc`, `a` in `a, b = ...`) in the function
+    around `line`, else at module level; the last one at or before `line` comes last."""
+    scope = enclosing_scope(file, line)
+    if scope is None:
+        return []
+    found = _assigning(file, scope, target)
+    if not found and not isinstance(scope, ast.Module):
+        tree = _tree(file)
+        found = _assigning(file, tree, target) if tree is not None else []
+    return _before(found, line)
+
+
+def name_assignment_lines(file: str, line: int, name: str) -> list[SourceLoc]:
+    """`target_lines` for a plain name (a local or global variable)."""
+    return target_lines(file, line, name)
+
+
+_REGISTER = frozenset({"register_parameter", "register_buffer", "add_module", "register_module"})
+
+
+def class_attribute_lines(file: str, cls: str, attr: str) -> list[SourceLoc]:
+    """In class `cls` of `file`: `self.<attr> = ...` or `self.register_parameter('<attr>', ...)`
+    (also `add_module`, `register_buffer`, `setattr(self, '<attr>', ...)`), `__init__` first."""
+    tree = _tree(file)
+    out: list[tuple[int, SourceLoc]] = []
+    for klass in ast.walk(tree) if tree is not None else ():
+        if not (isinstance(klass, ast.ClassDef) and klass.name == cls):
+            continue
+        for fn in klass.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            me = fn.args.args[0].arg if fn.args.args else "self"
+            rank = 0 if fn.name == "__init__" else 1
+            for node in _own_nodes(fn):
+                hit = any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                          and t.value.id == me for t in _targets_of(node))
+                if not hit and isinstance(node, ast.Call) and node.args \
+                        and isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
+                    f = node.func
+                    hit = isinstance(f, ast.Attribute) and f.attr in _REGISTER
+                if not hit and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                        and node.func.id == "setattr" and len(node.args) >= 2 \
+                        and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
+                    hit = True
+                if hit:
+                    out.append((rank, _loc(file, node, fn.name)))
+    out.sort(key=lambda x: (x[0], x[1].line))
+    return [s for _, s in out]
+
+
+def class_of_function(file: str, scope: ast.AST | None) -> str | None:
+    """The name of the class whose body defines the function `scope`, or None."""
+    if scope is None or isinstance(scope, ast.Module):
+        return None
+    tree = _tree(file)
+    for klass in ast.walk(tree) if tree is not None else ():
+        if isinstance(klass, ast.ClassDef) and any(fn is scope for fn in klass.body):
+            return klass.name
+    return None
+
+
+def assigned_targets(file: str, line: int) -> list[str]:
+    """The expressions a statement on `line` assigns, as written: `lstm_out, self.hidden = ...`
+    -> ['lstm_out', 'self.hidden']; `[]` when the line assigns nothing."""
+    out: list[str] = []
+    for stmt in _statements_at(file, line):
+        if stmt.lineno != line and not isinstance(stmt, ast.Assign):
+            continue
+        for t in _targets_of(stmt):
+            text = _text(t)
+            if text and text not in out:
+                out.append(text)
+    return out

@@ -8,12 +8,14 @@ from typing import Any, Callable, Mapping, TypeVar
 
 import torch
 
-from ..lookup.names import NameHit, find_name, find_objects, live_user_frames
+from ..lookup.names import NameHit, find_name, find_objects, live_user_frames, resolve
+from ..lookup.origins import origin_of, origin_of_name
+from ..lookup.source import assigned_targets
 from ..capture.graph import summarize
 from ..capture.recorder import Recorder
 from ..capture.state import Cut, InplaceRecord, LeafRecord, LeafSite, Packed, Stamp
 from ..events import Clock, Event
-from ..model import Finding, Frame, Site, SourceLoc, Subject
+from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 
 T = TypeVar("T")
 
@@ -208,7 +210,18 @@ class RuleContext:
         return live_user_frames()
 
     def name_of(self, t: Any) -> NameHit | None:
-        return find_name(lambda v: v is t)
+        """The user's name for `t`: the name its creation line assigns when that name still holds
+        it (`w`, `self.hidden`), else the innermost name found in the user's frames."""
+        if t is None:
+            return None
+        frames = live_user_frames()
+        made = self.creation(t) if isinstance(t, torch.Tensor) else None
+        if made is not None and made[0]:
+            for target in assigned_targets(made[0][0].file, made[0][0].line):
+                hit = resolve(target, frames)
+                if hit is not None and hit.value is t:
+                    return hit
+        return find_name(lambda v: v is t, frames)
 
     def name_of_node(self, node: Any) -> NameHit | None:
         return find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
@@ -244,8 +257,40 @@ class RuleContext:
             name = assigned_name(site[0], fallback_func)
         if kind == "tensor" and isinstance(t, torch.nn.Parameter):
             kind = "parameter"
+        made_at = self.loc(site, hit.frame if hit else None) if site else None
+        if made_at is None and (isinstance(t, torch.nn.Module)
+                                or isinstance(t, torch.Tensor) and t.grad_fn is None):
+            # no op seen making it (built before the guard, a parameter): read the source. A
+            # tensor with history is dated by its ops only: a name's assignment line may be
+            # another branch's
+            made_at = self.origin(t, hit)
         return Subject(name, kind, summarize(t) if t is not None else "",
-                       self.loc(site, hit.frame if hit else None), iteration)
+                       made_at, iteration)
+
+    def origin(self, t: Any, hit: NameHit | None = None) -> SourceLoc | None:
+        """Where the user's source makes `t` when the guard saw no op make it (built before the
+        guard was entered, or a parameter): the line that builds its module (`self.fc =
+        nn.Linear(...)`), or the line that assigns its name. Report time only."""
+        try:
+            if hit is not None:
+                return origin_of_name(hit.name, hit.frame, hit.value)
+            return origin_of(t)
+        except Exception:  # wording only: never let a look-up fail a finding
+            return None
+
+    @staticmethod
+    def fix_at(where: SourceLoc | Site | Frame | None, name: str | None = None,
+               op: str | None = None) -> list[Related]:
+        """A `related` entry with role `fix-at`: the line where the fix goes (a creation line, the
+        constructor that says `inplace=True`, the line that drops the history). A list, empty when
+        the place is unknown, so that rules write `related += ctx.fix_at(...)`."""
+        if isinstance(where, Frame):
+            where = SourceLoc.from_frame(where)
+        elif isinstance(where, tuple) and where and isinstance(where[0], Frame):
+            where = SourceLoc.from_frame(where[0])
+        if not isinstance(where, SourceLoc):
+            return []
+        return [Related("fix-at", name, op, where)]
 
     def subject_of_node(self, node: Any, hit: NameHit | None = None) -> Subject:
         """Describe the tensor whose grad_fn is `node`: its user name (looked up unless given),

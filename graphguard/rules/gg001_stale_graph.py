@@ -69,6 +69,7 @@ class StaleGraph(Rule):
                else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
         consumed = ctx.loc(a.mark.site) if a.mark else None
         related = [Related("consumed-by", None, "backward", consumed, a.mark.iteration if a.mark else None)]
+        related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
         crash = " and fail (its saved buffers were freed)" if a.kind == "freed" else " (retain_graph keeps it alive)"
         return [self.finding(
             ctx, subject, ctx.loc(event.site), fix,

@@ -72,6 +72,7 @@ class NonDetachedTarget(Rule):
             labels.append(label or (f"a requires-grad tensor made at line {made[0][0].line}" if made and made[0] else "a requires-grad leaf"))
         fix = (f"pass {name}.detach() as the target, or build {name} under torch.no_grad()" if name
                else "pass target.detach(), or build the target under torch.no_grad()")
+        related += ctx.fix_at(subject.created_at or ctx.loc(event.site), name, "detach")
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"func": event.func, "leaves": "from " + ", ".join(labels) if labels else "it has history",
                               "fix": fix, "name": display(name, "The target")}, related,

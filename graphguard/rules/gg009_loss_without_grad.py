@@ -90,6 +90,9 @@ class LossWithoutGrad(Rule):
                 why = "nothing it was computed from requires grad"
                 fix = ("make sure the model's parameters require grad and the loss is computed "
                        "from the model's output, not from .item() or a new tensor")
+            # the fix goes where the history is dropped (the first cut), else where the loss is made
+            related += ctx.fix_at(ctx.loc(cuts[0].site) if cuts and cuts[0].site else subject.created_at,
+                                  None, describe_op(cuts[0]) if cuts else None)
             graph = cut_snapshot(ctx, cuts, leaves, f"GG009: {name or 'the loss'} has no grad_fn",
                                  sink=root, entry_site=event.site, entry_op=f"{event.api}()")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,

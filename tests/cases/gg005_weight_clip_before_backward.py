@@ -18,7 +18,7 @@ def buggy():
     opt.zero_grad()
     for p in critic.parameters():
         with torch.no_grad():
-            p.clamp_(-0.01, 0.01)  # expect: GG005 critic.2.weight
+            p.clamp_(-0.01, 0.01)  # expect: GG005 critic[2].weight
     loss.backward()
     opt.step()
 

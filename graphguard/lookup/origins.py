@@ -1,0 +1,174 @@
+"""Where an object was made, read from the user's source when the guard saw no op make it.
+
+Parameters, modules and tensors built before the guard was entered (or in another module of the
+user's package) have no recorded creation site. This finds the line the user wrote instead
+(ast over the user's files, at report time only, never per op):
+
+- a parameter or buffer: the line that builds its module, `self.fc = nn.Linear(...)` in the
+  owning module's class (or its user-defined bases), `self.w = nn.Parameter(...)` when the user's
+  own module registers it, else `model.fc = nn.Linear(...)` or `layer = nn.Linear(...)` in the code
+  of the user's frames;
+- a module: the same, one level up;
+- a plain tensor held by a name: the last line before the frame's current line that assigns that
+  name (in the frame's function, then at module level), `self.h = ...` in the class of `self`.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+import torch
+
+from ..capture.sites import is_internal_file
+from ..model import Frame, SourceLoc
+from .names import python_path
+from .owners import user_modules
+from .source import (class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
+                     target_lines)
+
+__all__ = ["origin_of", "origin_of_name", "MAX_ORIGIN_MODULES"]
+
+MAX_ORIGIN_MODULES = 2000  # modules looked into per search
+
+
+def _user_class(cls: type) -> str | None:
+    """The source file of a class the user wrote (not torch's, not graphguard's), else None."""
+    try:
+        file = inspect.getsourcefile(cls)
+    except (TypeError, OSError):
+        return None
+    if not file or is_internal_file(file):
+        return None
+    return file
+
+
+def _in_class(obj: Any, attr: str) -> SourceLoc | None:
+    """`self.<attr> = ...` (or `register_parameter('<attr>', ...)`) in the class of `obj` or a
+    user-written base."""
+    for cls in type(obj).__mro__:
+        file = _user_class(cls)
+        if file is None:
+            continue
+        found = class_attribute_lines(file, cls.__name__, attr)
+        if found:
+            return found[0]
+    return None
+
+
+def _chain(t: Any, module: torch.nn.Module, budget: list[int]) -> list[tuple[str, Any]] | None:
+    """[(attr, object), ...] from `module` down to `t` (a parameter, buffer, plain tensor attribute
+    or submodule), or None."""
+    parents: dict[int, tuple[Any, str]] = {}
+    for mpath, m in module.named_modules():
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        for cname, child in m._modules.items():
+            if child is not None and id(child) not in parents:
+                parents[id(child)] = (m, cname)
+        holder, attr = None, None
+        if t is m and mpath:
+            holder, attr = parents.get(id(m), (None, None))
+            chain: list[tuple[str, Any]] = []
+            cur = m
+        else:
+            for name, v in list(m._parameters.items()) + list(m._buffers.items()):
+                if v is t:
+                    holder, attr = m, name
+                    break
+            else:
+                for name, v in list(vars(m).items()):
+                    if v is t and not name.startswith("_"):
+                        holder, attr = m, name
+                        break
+            if holder is None:
+                continue
+            chain = [(attr, t)]
+            cur = m
+        if holder is None:
+            continue
+        # climb from `cur` up to `module`
+        while cur is not module:
+            up = parents.get(id(cur))
+            if up is None:
+                return None
+            chain.insert(0, (up[1], cur))
+            cur = up[0]
+        return chain
+    return None
+
+
+def _frame_scope_lines(frame: Frame, target: str) -> list[SourceLoc]:
+    """Assignments of `target` in the code of one user frame: its function, then the module."""
+    return target_lines(frame.file, frame.line, target)
+
+
+def origin_of(obj: Any, frames: list[types.FrameType] | None = None) -> SourceLoc | None:
+    """The line that built `obj` (a parameter, buffer, tensor attribute or module), looked up in the
+    user's source through the modules the user's frames hold. None when nothing is found."""
+    if not isinstance(obj, (torch.Tensor, torch.nn.Module)):
+        return None
+    budget = [MAX_ORIGIN_MODULES]
+    for root_name, root, fr in user_modules(frames):
+        if obj is root:
+            found = _frame_scope_lines(fr, root_name)
+            if found:
+                return found[-1]
+            continue
+        chain = _chain(obj, root, budget)
+        if budget[0] < 0:
+            return None
+        if chain is None:
+            continue
+        # objects along the path: root, chain[0][1], chain[1][1], ...
+        objs = [root] + [o for _, o in chain]
+        # a tensor the user's own module registers (`self.w = nn.Parameter(...)`): that line
+        # a parameter of a torch module: the line that builds the module, one level up; inside
+        # torch containers (Sequential, ModuleList): the line that builds the container
+        for i in range(len(chain) - 1, -1, -1):
+            attr, _ = chain[i]
+            holder = objs[i]
+            if _user_class(type(holder)) is None:
+                continue
+            loc = _in_class(holder, attr)
+            if loc is not None:
+                return loc
+        # nothing in a class: `model.fc = nn.Linear(...)` or `layer = nn.Linear(...)` in user code
+        path = root_name
+        paths = []
+        for attr, _ in chain:
+            path = f"{path}[{attr}]" if attr.isdigit() else f"{path}.{attr}"
+            paths.append(path)
+        for p in reversed(paths):
+            found = _frame_scope_lines(fr, p)
+            if found:
+                return found[-1]
+        found = _frame_scope_lines(fr, root_name)
+        if found:
+            return found[-1]
+    return None
+
+
+def origin_of_name(name: str, frame: Frame, value: Any = None,
+                   frames: list[types.FrameType] | None = None) -> SourceLoc | None:
+    """The line that assigned `name` (as found in `frame`): `x = ...` before the frame's line,
+    `self.h = ...` in the class around the frame's function; for a name inside a module
+    (`model.fc.weight`), the module's building line (`origin_of`)."""
+    base = name.split("[", 1)[0]
+    if "." not in base:
+        found = name_assignment_lines(frame.file, frame.line, base)
+        if found:
+            return found[-1]
+    elif base.startswith("self.") and base.count(".") == 1:
+        cls = class_of_function(frame.file, enclosing_scope(frame.file, frame.line))
+        if cls is not None:
+            found = class_attribute_lines(frame.file, cls, base[5:])
+            if found:
+                return found[0]
+    if value is not None:
+        loc = origin_of(value, frames)
+        if loc is not None:
+            return loc
+    found = target_lines(frame.file, frame.line, name)
+    return found[-1] if found else None

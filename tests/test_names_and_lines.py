@@ -1,0 +1,170 @@
+"""Names as the user writes them and creation lines looked up in the source (issue 11, item 1).
+
+Assertions are on codes, names and line numbers only.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import torch
+
+from graphguard.lookup.names import find_name, python_path, resolve
+from graphguard.lookup.origins import origin_of, origin_of_name
+from graphguard.model import Frame
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _line(path: Path, text: str) -> int:
+    return next(i for i, s in enumerate(path.read_text().splitlines(), 1) if text in s)
+
+
+def _package(tmp_path: Path) -> Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.head = nn.Linear(1, 1)
+                self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                self.scale = nn.Parameter(torch.ones(1))
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return self.head(self.fc(x).argmax(dim=1, keepdim=True).float()) * self.scale
+        """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import json, sys
+        import torch
+        from graphguard import GraphGuard
+        from pkg.model import Net
+
+        model = Net()
+        extra = torch.nn.Linear(1, 1)
+        opt = torch.optim.SGD(list(model.parameters()) + list(extra.parameters()), lr=0.1)
+        x = torch.randn(8, 4)
+        with GraphGuard(mode="collect") as g:
+            for _ in range(2):
+                opt.zero_grad()
+                loss = extra(model(x)).sum()
+                loss.backward()
+                opt.step()
+        out = [[f.code, f.subject.name, f.subject.created_at.file if f.subject.created_at else None,
+                f.subject.created_at.line if f.subject.created_at else None] for f in g.findings]
+        json.dump(out, sys.stdout)
+        """))
+    return tmp_path
+
+
+def test_parameters_built_before_the_guard_in_another_module(tmp_path):
+    import json
+    d = _package(tmp_path)
+    res = subprocess.run([sys.executable, "train.py"], cwd=d, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = {name: (code, Path(file).name if file else None, line) for code, name, file, line in json.loads(res.stdout)}
+    model_py = d / "pkg" / "model.py"
+    fc = _line(model_py, "self.fc = nn.Linear")
+    layers = _line(model_py, "self.layers = nn.ModuleList")
+    assert got["model.fc.weight"] == ("GG008", "model.py", fc)
+    assert got["model.fc.bias"] == ("GG008", "model.py", fc)
+    # ModuleList elements are named with an index, as the user writes them
+    for i in range(3):
+        assert got[f"model.layers[{i}].weight"] == ("GG008", "model.py", layers)
+    assert not any(".0." in n or ".1." in n for n in got)
+
+
+class Holder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+        self.w = torch.nn.Parameter(torch.zeros(2))
+        self.hidden = torch.zeros(2)
+
+    def names(self):
+        here = sys._getframe()
+        return (resolve("self.hidden", [here]),
+                origin_of_name("self.hidden", Frame(here.f_code.co_filename, here.f_lineno, "names"), self.hidden))
+
+
+def test_attribute_of_self_and_its_assignment_line():
+    h = Holder()
+    hit, loc = h.names()
+    assert hit is not None and hit.name == "self.hidden" and hit.value is h.hidden
+    assert loc is not None and loc.line == _line(Path(__file__), "self.hidden = torch.zeros(2)")
+
+
+def test_parameter_lines_in_the_users_own_module():
+    holder = Holder()  # noqa: F841 (found through this frame)
+    here = [sys._getframe()]
+    me = Path(__file__)
+    assert origin_of(holder.w, here).line == _line(me, "self.w = torch.nn.Parameter")
+    assert origin_of(holder.enc[0].weight, here).line == _line(me, "self.enc = torch.nn.Sequential")
+    assert origin_of(holder, here).line == _line(me, "holder = Holder()")
+    hit = find_name(lambda v: v is holder.enc[0].weight, here)
+    assert hit.name == "holder.enc[0].weight"
+
+
+def test_plain_tensor_and_module_built_in_the_users_frame():
+    here = [sys._getframe()]
+    me = Path(__file__)
+    layer = torch.nn.Linear(3, 3)
+    t = torch.ones(3)
+    t = t * 2
+    assert origin_of(layer.weight, here).line == _line(me, "layer = torch.nn.Linear(3, 3)")
+    fr = Frame(here[0].f_code.co_filename, here[0].f_lineno, "f")
+    assert origin_of_name("t", fr, t).line == _line(me, "t = t * 2")
+
+
+def test_tuple_elements_and_list_elements():
+    here = [sys._getframe()]
+    a, b = torch.zeros(1), torch.ones(1)
+    state = (a * 1, b * 1)
+    layers = [torch.nn.Linear(1, 1) for _ in range(3)]
+    assert find_name(lambda v: v is state[1], here).name == "state[1]"
+    assert resolve("state[0]", here).value is state[0]
+    assert resolve("layers[2]", here).value is layers[2]
+    assert resolve("layers[7]", here) is None
+
+
+def test_python_path():
+    assert python_path("model", "layers.2.weight") == "model.layers[2].weight"
+    assert python_path("model", "") == "model"
+    assert python_path("", "0.bias") == "[0].bias"
+
+
+def _run(script: str) -> list[dict]:
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "r.json"
+        subprocess.run([str(ROOT / ".venv" / "bin" / "graphguard"), "run", "--mode", "collect", "--no-diagrams",
+                        "--json", str(out), script], cwd=ROOT, capture_output=True, timeout=300)
+        return json.loads(out.read_text())["findings"]
+
+
+def test_every_error_of_the_ellipse_example_has_a_fix_at_line():
+    for script, want in (("examples/ellipse/broken.py", {"GG001": 21, "GG002": 21, "GG008": 11}),
+                         ("examples/ellipse/answer.py", {"GG009": 11})):
+        errors = [f for f in _run(script) if f["severity"] == "error"]
+        assert errors
+        for f in errors:
+            fix = [r for r in f["related"] if r["role"] == "fix-at"]
+            assert fix and fix[0]["location"]["line"], (script, f["code"])
+            if f["code"] in want:
+                assert fix[0]["location"]["line"] == want[f["code"]], (script, f["code"])
+        names = {f["code"]: f["subject"]["name"] for f in errors}
+        if script.endswith("answer.py"):
+            assert names["GG009"] == "loss"
+        else:
+            assert names["GG001"] == "ref_image" and names["GG008"] == "ellipsoid_axes"
