@@ -73,6 +73,7 @@ class StepCall(Event):
     """`optimizer.step()` is about to run."""
 
     optimizer: Any
+    closure: bool = False  # step(closure): the gradients are computed inside the step
 
 
 @dataclass

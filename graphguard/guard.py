@@ -620,7 +620,10 @@ class GraphGuard:
         self.rec.busy = True
         try:
             self.rec.mark_optimizer_params(opt)
-            event = StepCall(user_site(1), opt)
+            # the hook's args start with the optimizer itself: step(closure) has a callable after it
+            closure = any(callable(a) and a is not opt for a in (args or ())) or callable(
+                (kwargs or {}).get("closure"))
+            event = StepCall(user_site(1), opt, closure=closure)
             # the post hook of this same step reuses the site (finding it costs ~10-30 us)
             self._step_site = (opt, event.site)
         except Exception as err:

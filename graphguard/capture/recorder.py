@@ -118,7 +118,9 @@ class Recorder:
             target = kwargs.get("target", args[1] if len(args) > 1 else None)
             dispatch(LossCall(self.site(), name, args[0], target))
         elif func in COPY_FUNCS and args:
-            sources = [t for t in iter_tensors(args[0], 3) if t.requires_grad]
+            # `batch.new_tensor(data)`: args[0] is `batch` (dtype and device only), data is next
+            data = (args[1] if len(args) > 1 else kwargs.get("data")) if func is torch.Tensor.new_tensor else args[0]
+            sources = [t for t in iter_tensors(data, 3) if t.requires_grad]
             if sources:
                 dispatch(CopyConstruct(self.site(), COPY_FUNCS[func], sources,
                                               bool(kwargs.get("requires_grad"))))

@@ -17,6 +17,7 @@ from .gg009_loss_without_grad import LossWithoutGrad
 from .gg103_needless_requires_grad import NeedlessRequiresGrad
 from .gg104_copy_construct_detach import CopyConstructDetach
 from .gg012_non_scalar_loss import NonScalarLoss
+from .gg013_zero_gradient import ZeroGradient
 from .gg010_missing_zero_grad import MissingZeroGrad
 from .gg102_retain_graph_growth import RetainGraphGrowth
 from .gg011_unregistered_parameter import UnregisteredParameter
@@ -40,6 +41,7 @@ ALL_RULES: list[type[Rule]] = [
     CopyConstructDetach,
     InternalError,
     NonScalarLoss,
+    ZeroGradient,
     MissingZeroGrad,
     RetainGraphGrowth,
     UnregisteredParameter,

@@ -1,9 +1,17 @@
 """GG008 param-without-grad: an optimizer steps a parameter that got no gradient, and why."""
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
 
-from ..events import StepCall
-from ..model import Finding
+import torch
+
+import weakref
+
+from ..capture.weakmap import WeakIdMap
+from ..lookup.owners import user_modules
+from ..events import BackwardDone, ParamGroupAdded, StepCall, StepDone
+from ..model import Finding, Related
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .base import Rule, display
 from .context import RuleContext
@@ -34,43 +42,208 @@ class ParamWithoutGrad(Rule):
     mask = torch.sigmoid(10 * (radius - dist))      # a soft, differentiable mask
     ```
 
+    It also reports optimized parameters whose `.grad` stays `None` at every step although no
+    cut was seen: the optimizer was built over another model instance, over a layer that was
+    replaced after the optimizer was built, or over a module the forward never calls. When none
+    of an optimizer's parameters ever reaches a graph the finding is an error (the step does
+    nothing at all); when only some never do, a warning after two steps (a module left out of
+    the forward pass may be meant; an unused module in the optimizer is at best wasted work).
+
     ## Known problems
-    Parameters that are simply unused by the forward pass (no cut seen) are not reported here.
+    Parameters with `requires_grad=False` (deliberately frozen) are never reported. With
+    `optimizer.step(closure)` the parameters are judged after the step, once the closure has
+    computed the gradients. A parameter that gets gradients only every few steps (alternating
+    heads) is reported as unreached only if it got none at its first two steps.
     """
 
     code = "GG008"
     slug = "param-without-grad"
     severity = "error"
-    summary = "an optimized parameter got no gradient: its path to the loss was cut"
-    template = ("{name} is optimized but received no gradient: its path to the loss is cut by "
-                "{op} at line {line}. Fix: {fix}")
-    events = (StepCall,)
+    summary = "an optimized parameter got no gradient: its path to the loss was cut or never made"
+    template = "{name} is optimized but received no gradient: {why}. Fix: {fix}"
+    events = (StepCall, StepDone, BackwardDone, ParamGroupAdded)
+
+    UNREACHED_STEPS = 2  # steps with .grad None before a partly unreached optimizer is reported
 
     def __init__(self) -> None:
         # First iteration since the previous step. Gradient accumulation runs several backward
         # calls per step and, before the first step, each one closes an iteration (no optimizer
         # seen yet), so the cut may be an iteration older than the step that shows its effect.
         self.window_start = 0
+        self.backwards = 0  # backward calls seen
+        self.seen: WeakIdMap[int] = WeakIdMap()  # optimizer -> backward calls seen at its last step
+        self.opt_sites: WeakIdMap[Any] = WeakIdMap()  # optimizer -> where it was given parameters
+        self.closure_opt: Any = None  # step(closure) under way: judged at its StepDone
+        self.none_steps: WeakIdMap[int] = WeakIdMap()  # param -> steps judged with .grad None
+        self.reached: WeakIdMap[bool] = WeakIdMap()  # param -> got a gradient at some step
+        self.reported: WeakIdMap[bool] = WeakIdMap()  # param -> already reported as unreached
+        self.last_leaves: list[Any] = []
 
-    def check(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
-        start, self.window_start = self.window_start, ctx.iteration + 1
+    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, BackwardDone):
+            self.backwards += 1
+            if ctx.recording_details():
+                # the leaves the last backward reached (weakly): which model the loss came from
+                self.last_leaves = [weakref.ref(v) for v in event.call.scan.leaves[:4096]]
+            return None
+        if isinstance(event, ParamGroupAdded):
+            if event.optimizer not in self.opt_sites:
+                self.opt_sites[event.optimizer] = event.site
+            return None
+        if isinstance(event, StepCall) and event.closure:
+            self.closure_opt = event.optimizer
+            return None
+        if isinstance(event, StepDone):
+            if event.optimizer is None or event.optimizer is not self.closure_opt:
+                return None
+            self.closure_opt = None
+        return self._judge(event, ctx)
+
+    def _judge(self, event: Any, ctx: RuleContext) -> list[Finding]:
+        start, self.window_start = self.window_start, ctx.iteration + (0 if isinstance(event, StepDone) else 1)
+        opt = event.optimizer
+        backwards = self.backwards - self.seen.get(opt, 0)
+        self.seen[opt] = self.backwards
         out = []
+        unreached = []
+        trainable = 0
         for group in event.optimizer.param_groups:
             for p in group["params"]:
-                if not p.requires_grad or p.grad is not None:
+                if not isinstance(p, torch.Tensor) or not p.requires_grad:
+                    continue
+                trainable += 1
+                if p.grad is not None:
+                    self.reached[p] = True
                     continue
                 cuts = [c for c in ctx.cuts_for_leaf(p) if c.iteration >= start]
-                if not cuts:
+                if cuts:
+                    out.append(self._cut_finding(ctx, event, p, cuts))
                     continue
-                subject = ctx.subject(p, kind="parameter")
-                name = subject.name
-                first = cuts[0]
-                fix = fix_for_cut(first, name or "the parameter")
-                out.append(self.finding(
-                    ctx, subject, ctx.loc(event.site), fix,
-                    {"op": describe_op(first), "line": first.site[0].line if first.site else "?",
-                     "fix": fix, "name": display(name, "A parameter")},
-                    cut_related(ctx, cuts),
-                    graph=cut_snapshot(ctx, cuts, [p], f"GG008: {name or 'parameter'} gets no gradient",
-                                       entry_site=event.site, entry_op="optimizer.step()")))
+                if backwards and p not in self.reached:
+                    self.none_steps[p] = self.none_steps.get(p, 0) + 1
+                    unreached.append(p)
+        if unreached and not out and ctx.recording_details():
+            out.extend(self._unreached(ctx, event, unreached, trainable))
         return out
+
+    def _cut_finding(self, ctx: RuleContext, event: Any, p: torch.Tensor, cuts: list) -> Finding:
+        subject = ctx.subject(p, kind="parameter")
+        name = subject.name
+        first = cuts[0]
+        fix = fix_for_cut(first, name or "the parameter")
+        line = first.site[0].line if first.site else "?"
+        related = cut_related(ctx, cuts)
+        if first.site:
+            related.append(Related("fix-at", None, describe_op(first), ctx.loc(first.site), first.iteration))
+        return self.finding(
+            ctx, subject, ctx.loc(event.site), fix,
+            {"why": f"its path to the loss is cut by {describe_op(first)} at line {line}",
+             "op": describe_op(first), "line": line, "fix": fix,
+             "name": display(name, "A parameter")},
+            related,
+            graph=cut_snapshot(ctx, cuts, [p], f"GG008: {name or 'parameter'} gets no gradient",
+                               entry_site=event.site, entry_op="optimizer.step()"))
+
+    def _unreached(self, ctx: RuleContext, event: Any, params: list[torch.Tensor],
+                   trainable: int) -> list[Finding]:
+        every = len(params) == trainable
+        if not every:
+            params = [p for p in params if self.none_steps.get(p, 0) >= self.UNREACHED_STEPS]
+        params = [p for p in params if p not in self.reported]
+        if not params:
+            return []
+        for p in params:
+            self.reported[p] = True
+        opt_hit = ctx.name_of(event.optimizer)
+        opt_name = opt_hit.name if opt_hit else "the optimizer"
+        made = ctx.loc(self.opt_sites.get(event.optimizer))
+        groups = _by_module(ctx, params)
+        trained = self._trained_module(params) if every else None
+        out = []
+        for label, members in groups[:4]:
+            p = members[0]
+            subject = ctx.subject(p, kind="parameter")
+            if trained is not None:
+                # the model the loss is computed from is not the one the optimizer holds
+                subject = replace(subject, name=trained[0], kind="module",
+                                  created_at=origin_of(trained[1]) or subject.created_at)
+            elif label is not None:
+                owner = ctx.frames() and _resolve_module(label)
+                subject = replace(subject, name=label, kind="module",
+                                  created_at=(origin_of(owner) if owner is not None else None)
+                                  or subject.created_at)
+            if subject.created_at is None:
+                subject = replace(subject, created_at=origin_of(p))
+            name = subject.name
+            if every:
+                why = (f"none of the parameters {opt_name} holds reached the graph of any backward "
+                       "(the optimizer was built over another model instance, or over a layer "
+                       "replaced after it was built)")
+                fix = (f"build {opt_name} over the parameters of the model the loss is computed "
+                       "from, after the model is final (create the model once, then the optimizer)")
+            else:
+                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
+                       "while the other parameters did: the forward pass does not use it (a module "
+                       "never called, or replaced after the optimizer was built)")
+                fix = (f"call {name or 'the module'} in forward, or leave it out of {opt_name} "
+                       "(or freeze it with requires_grad_(False))")
+            related = [Related("unreachable", ctx.name_of(q).name if ctx.name_of(q) else None, None,
+                               ctx.subject(q).created_at) for q in members[1:4]]
+            if made is not None:
+                related.append(Related("fix-at", opt_name, "optimizer", made))
+            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
+                                    {"why": why, "fix": fix, "name": display(name, "A parameter")},
+                                    related, severity="error" if every else "warning"))
+        return out
+
+    def _trained_module(self, params: list[torch.Tensor]) -> tuple[str, Any] | None:
+        """The user's module whose parameters the last backward reached, when the optimizer's
+        parameters are none of them (an optimizer over another instance of the model)."""
+        reached = {id(v) for v in (r() for r in self.last_leaves) if v is not None}
+        if not reached:
+            return None
+        held = {id(p) for p in params}
+        for name, module, _fr in user_modules():
+            ps = list(module.parameters())
+            if ps and any(id(q) in reached for q in ps) and not any(id(q) in held for q in ps):
+                return name, module
+        return None
+
+
+def _resolve_module(label: str) -> Any:
+    """The module a user's dotted name (`model.fc`) refers to, when it is one."""
+    hit = _resolve(label)
+    return hit.value if hit is not None and isinstance(hit.value, torch.nn.Module) else None
+
+
+def _by_module(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[str | None, list[torch.Tensor]]]:
+    """Group parameters by the module their user name belongs to (`model.fc.weight` -> `model.fc`)."""
+    groups: dict[Any, list[torch.Tensor]] = {}
+    for p in params:
+        hit = ctx.name_of(p)
+        name = hit.name if hit else None
+        key = name.rsplit(".", 1)[0] if name and "." in name else (name or id(p))
+        groups.setdefault(key, []).append(p)
+    out = []
+    for key, members in groups.items():
+        label = key if isinstance(key, str) else None
+        out.append((label, members))
+    return out
+
+
+def origin_of(obj: Any) -> Any:
+    """The line that built a module or parameter (lookup/origins), None when it cannot be found."""
+    try:
+        from ..lookup.origins import origin_of as find
+    except ImportError:  # an older lookup layer
+        return None
+    return find(obj)
+
+
+def _resolve(text: str) -> Any:
+    """What a dotted name the user wrote holds now (lookup/names.resolve), None when unknown."""
+    try:
+        from ..lookup.names import resolve
+    except ImportError:
+        return None
+    return resolve(text)
