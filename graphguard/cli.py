@@ -49,6 +49,16 @@ def _parser() -> argparse.ArgumentParser:
                      help="stop the program cleanly after N optimizer steps")
     run.add_argument("script", nargs="?", help="the script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    fx = sub.add_parser("fix", help="propose patches for a script's findings, each verified by a guarded re-run")
+    fx.add_argument("-m", dest="module", metavar="MODULE", help="fix a module run as __main__")
+    fx.add_argument("--max-steps", type=_count, default=5, metavar="N",
+                    help="optimizer steps each verification run is cut to (default 5)")
+    fx.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds per run (default 300)")
+    fx.add_argument("--apply", action="store_true", help="write the verified patches to the files")
+    fx.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                    help="the result as JSON (to PATH, or instead of the text on stdout)")
+    fx.add_argument("script", nargs="?", help="the script to fix")
+    fx.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     sub.add_parser("rules", help="list the rules")
     ex = sub.add_parser("explain", help="print a rule's documentation")
     ex.add_argument("code")
@@ -68,10 +78,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_explain(args.code)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "fix":
+            return _cmd_fix(args)
         return _cmd_run(args)
     except GraphGuardUsageError as err:
         print(f"graphguard: error: {err}", file=sys.stderr)
         return 2
+
+
+def _cmd_fix(args: Any) -> int:
+    from .fix import FixUsageError, Options, fix
+
+    script_args = list(args.args or [])
+    if args.module and args.script:  # `-m pkg.mod a b`: argparse put `a` in script
+        script_args.insert(0, args.script)
+    if args.json and args.json != "-":
+        _check_writable(args.json)
+    opts = Options(None if args.module else args.script, args.module, script_args, max_steps=args.max_steps,
+                   timeout=args.timeout, apply=args.apply, json_path=args.json)
+    try:
+        return fix(opts)
+    except FixUsageError as err:
+        raise GraphGuardUsageError(str(err)) from None
 
 
 def _cmd_rules() -> int:

@@ -162,6 +162,8 @@ def _modules_under(prefix: str) -> list[str]:
                             "graphguard.lookup", "graphguard"]),
     ("graphguard.report", ["graphguard.capture", "graphguard.rules", "graphguard.guard",
                            "graphguard.engine", "graphguard.lookup", "graphguard"]),
+    ("graphguard.fix", ["graphguard.guard", "graphguard.engine", "graphguard.rules", "graphguard.capture",
+                        "graphguard.lookup", "graphguard.cli", "graphguard.pytest_plugin", "graphguard"]),
     ("graphguard.model", ["graphguard.capture", "graphguard.rules", "graphguard.guard",
                           "graphguard.engine", "graphguard.events", "graphguard.lookup", "graphguard"]),
 ])

@@ -1,0 +1,232 @@
+"""Verification: run the program (or a patched scratch copy of its files) under the guard, and
+judge a candidate patch against the first run.
+
+Every run happens in a fresh temporary copy of the program's folder, so the user's files are only
+read, never written (command.py writes them on `--apply`, with the kept patches only).
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from .candidates import SILENT, Candidate, subject_name
+
+_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "venv", "graphguard-report",
+                                 "node_modules", ".mypy_cache", ".pytest_cache", "*.pyc")
+SEVERE = ("error", "warning")
+
+Edit = tuple[int, int, tuple[str, ...]]   # replace original lines [i1, i2) (0-based) by these
+Edits = dict[str, tuple[Edit, ...]]       # file (relative to the program's root) -> its edits
+
+
+@dataclass
+class Program:
+    root: str                 # the folder that is copied (absolute)
+    cwd: str                  # where the program runs, relative to root ("." usually)
+    script: str | None        # relative to cwd
+    module: str | None
+    args: list[str]
+    max_steps: int
+    timeout: float
+
+    def read(self, rel: str) -> str | None:
+        path = os.path.normpath(os.path.join(self.root, rel))
+        if not path.startswith(self.root + os.sep) or not path.endswith(".py") or not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+
+
+@dataclass
+class Result:
+    ok: bool                  # a report was written
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    run: dict[str, Any] = field(default_factory=dict)
+    grads: dict[str, Any] = field(default_factory=dict)
+    returncode: int = 0
+    stderr: str = ""
+
+    def severe(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f.get("severity") in SEVERE]
+
+    def summary(self) -> dict[str, Any]:
+        counts = {s: sum(f.get("severity") == s for f in self.findings) for s in ("error", "warning", "info")}
+        params = self.grads.get("params", {})
+        return {"status": self.run.get("status"), "exception": (self.run.get("exception") or {}).get("type"),
+                "steps": self.grads.get("steps", 0), "findings": counts,
+                "params_with_nonzero_grad": sum(bool(p.get("nonzero")) for p in params.values()),
+                "params": len(params)}
+
+
+# ---- edits -------------------------------------------------------------------------------------
+def edits_of(old: str, new: str) -> tuple[Edit, ...]:
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return tuple((i1, i2, tuple(b[j1:j2])) for tag, i1, i2, j1, j2 in ops if tag != "equal")
+
+
+def merge(base: Edits, more: Edits) -> Edits | None:
+    """`base` and `more` together, or None when they edit the same lines differently."""
+    out = dict(base)
+    for file, edits in more.items():
+        have = list(out.get(file, ()))
+        for e in edits:
+            if e in have:
+                continue
+            for h in have:
+                same_insert = e[0] == e[1] == h[0] == h[1]
+                overlap = max(e[0], h[0]) < min(e[1], h[1])
+                if same_insert or overlap:
+                    return None
+            have.append(e)
+        out[file] = tuple(sorted(have, key=lambda e: (e[0], e[1] - e[0])))
+    return out
+
+
+def apply_edits(text: str, edits: tuple[Edit, ...]) -> str:
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0
+    for i1, i2, new in sorted(edits, key=lambda e: (e[0], e[1] - e[0])):
+        out.extend(lines[pos:i1])
+        out.extend(new)
+        pos = max(pos, i2)
+    out.extend(lines[pos:])
+    return "".join(out)
+
+
+def size(edits: Edits) -> tuple[int, int]:
+    """How big a patch is: lines touched, then characters written."""
+    lines = sum(max(i2 - i1, len(new)) for es in edits.values() for i1, i2, new in es)
+    return lines, sum(len("".join(new)) for es in edits.values() for _, _, new in es)
+
+
+def unified(prog: Program, edits: Edits, shown: dict[str, str]) -> str:
+    out = []
+    for file, es in sorted(edits.items()):
+        old = prog.read(file) or ""
+        new = apply_edits(old, es)
+        name = shown.get(file, file)
+        out.extend(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        f"a/{name}", f"b/{name}"))
+    return "".join(out)
+
+
+# ---- runs ----------------------------------------------------------------------------------------
+def run(prog: Program, edits: Edits) -> Result:
+    """The program, patched by `edits`, in a scratch copy, under the guard (collect mode)."""
+    with tempfile.TemporaryDirectory(prefix="graphguard-fix-") as tmp:
+        root = os.path.join(tmp, "program")
+        shutil.copytree(prog.root, root, ignore=_IGNORE, symlinks=True)
+        for file, es in edits.items():
+            original = prog.read(file)
+            if original is None:
+                continue
+            with open(os.path.join(root, file), "w", encoding="utf-8") as fh:
+                fh.write(apply_edits(original, es))
+        report, grads = os.path.join(tmp, "report.json"), os.path.join(tmp, "grads.json")
+        cmd = [sys.executable, "-m", "graphguard.fix.probe", grads, "run", "--mode", "collect",
+               "--no-diagrams", "--json", report, "--report-dir", os.path.join(tmp, "html"),
+               "--max-steps", str(prog.max_steps)]
+        cmd += ["-m", prog.module] if prog.module else [prog.script or ""]
+        cmd += prog.args
+        env = dict(os.environ, GRAPHGUARD_DOT="none", PYTHONDONTWRITEBYTECODE="1")
+        cwd = os.path.normpath(os.path.join(root, prog.cwd))
+        try:
+            proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=prog.timeout)
+        except subprocess.TimeoutExpired:
+            return Result(False, stderr=f"timed out after {prog.timeout:g} s")
+        if not os.path.isfile(report):
+            return Result(False, returncode=proc.returncode, stderr=proc.stderr)
+        with open(report, encoding="utf-8") as fh:
+            data = json.load(fh)
+        g: dict[str, Any] = {}
+        if os.path.isfile(grads):
+            with open(grads, encoding="utf-8") as fh:
+                g = json.load(fh)
+        findings = [_relocate(f, cwd, root) for f in data.get("findings", [])]
+        return Result(True, findings, data.get("run", {}), g, proc.returncode, proc.stderr)
+
+
+def _relocate(f: dict[str, Any], cwd: str, root: str) -> dict[str, Any]:
+    """File paths made relative to the program's root (None when outside it)."""
+    def fix(loc: Any) -> Any:
+        if not isinstance(loc, dict) or not loc.get("file"):
+            return loc
+        path = os.path.normpath(os.path.join(cwd, loc["file"]))
+        rel = os.path.relpath(path, root)
+        return dict(loc, file=None if rel.startswith("..") else rel)
+
+    f = dict(f)
+    if isinstance(f.get("subject"), dict):
+        f["subject"] = dict(f["subject"], created_at=fix(f["subject"].get("created_at")))
+    f["location"] = fix(f.get("location"))
+    f["related"] = [dict(r, location=fix(r.get("location"))) for r in f.get("related") or []]
+    return f
+
+
+# ---- judging -------------------------------------------------------------------------------------
+def key(f: dict[str, Any]) -> tuple[str, str]:
+    """A finding's identity across runs of patched copies (lines move; names and codes stay)."""
+    name = subject_name(f)
+    if name:
+        return f.get("code", ""), name
+    loc = f.get("location") or {}
+    return f.get("code", ""), (loc.get("code") or "").strip()
+
+
+def present(f: dict[str, Any], res: Result) -> bool:
+    return any(key(g) == key(f) for g in res.findings)
+
+
+def _shape(f: dict[str, Any]) -> list[int] | None:
+    m = re.match(r"\s*\w+\[([\d, ]*)\]", (f.get("subject") or {}).get("summary") or "")
+    if not m:
+        return None
+    return [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
+
+
+def judge(f: dict[str, Any], base: Result, res: Result) -> str | None:
+    """None when the patched run proves the patch, else why not."""
+    if not res.ok:
+        tail = [ln for ln in res.stderr.strip().splitlines() if ln.strip()][-1:] or ["no report written"]
+        return f"the patched program did not run: {tail[0][:200]}"
+    exc = res.run.get("exception") or {}
+    if res.run.get("status") == "raised":
+        return f"the patched program raised {exc.get('type')}: {(exc.get('message') or '')[:160]}"
+    if res.returncode not in (0, 1):
+        return f"the patched program exited with status {res.returncode}"
+    if present(f, res):
+        return f"{f.get('code')} is still reported"
+    old = {key(g) for g in base.findings}
+    new = [g for g in res.severe() if key(g) not in old]
+    if new:
+        g = new[0]
+        line = (g.get("location") or {}).get("line")
+        return f"new finding {g.get('code')} {subject_name(g) or '-'} at line {line}"
+    if f.get("code") in SILENT:
+        params = res.grads.get("params", {})
+        if not params:
+            return "no optimizer step ran, so the gradients could not be checked"
+        shape = _shape(f) if f.get("code") != "GG009" else None
+        concerned = [p for p in params.values() if shape is None or p.get("shape") == shape]
+        if f.get("code") == "GG011":
+            before = sum(bool(p.get("nonzero")) for p in base.grads.get("params", {}).values())
+            if sum(bool(p.get("nonzero")) for p in params.values()) <= before:
+                return "no more parameters receive a non-zero gradient than before"
+        elif not concerned or not all(p.get("nonzero") for p in concerned):
+            dead = sum(not p.get("nonzero") for p in concerned)
+            return f"{dead} of the parameters concerned still receive no non-zero gradient"
+    return None
+
+
+def evidence_of(c: Candidate) -> dict[str, Any]:
+    return {"family": c.family, "file": c.file, "line": c.line, "note": c.note}
