@@ -20,8 +20,8 @@ Scores (over the buggy cases; `early` over the cases that crash under plain PyTo
   exact     such a finding with the category's primary code (baselines: not applicable);
   located   such a finding's location, subject.created_at or a related location is the offender's
             line or one of its fix lines (baselines: a traceback line of the case's files is);
-  named     such a finding's subject.name is the offender's name (baselines: the name appears in the
-            error text);
+  named     such a finding's subject.name is the offender's name, `self.fc` and `model.fc` alike
+            (baselines: the name appears in the error text);
   early     such a finding has before_crash: true (crash cases; baselines never);
   false alarms  clean programs with a finding of severity warning or error (baselines: a clean
             program that raises).
@@ -122,6 +122,19 @@ def _label(path: Path) -> str:
         return str(path)
 
 
+def same_name(found: str | None, offender: str) -> bool:
+    """Whether a finding's subject name is the offender as written. Inside a method the program
+    writes `self.fc2`, outside it `model.fc2`: the same object seen from two places, so a leading
+    `self` on either side matches any receiver when the rest of the path is the same."""
+    if not found:
+        return False
+    if found == offender:
+        return True
+    head_f, _, rest_f = found.partition(".")
+    head_o, _, rest_o = offender.partition(".")
+    return bool(rest_f) and rest_f == rest_o and "self" in (head_f, head_o)
+
+
 def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome, cwd: Path) -> None:
     findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
     o.findings = [{"code": f.get("code"), "severity": f.get("severity"),
@@ -137,7 +150,7 @@ def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome,
     o.detected = bool(relevant)
     o.exact = any(f.get("code") == codes[0] for f in relevant)
     o.located = any(pl in targets for f in relevant for pl in _places(f, cwd))
-    o.named = any((f.get("subject") or {}).get("name") == name for f in relevant) if name else False
+    o.named = any(same_name((f.get("subject") or {}).get("name"), name) for f in relevant) if name else False
     o.early = (entry.get("symptom") or {}).get("kind") == "raises" and any(
         f.get("before_crash") is True for f in relevant)
 
@@ -440,8 +453,9 @@ def render_docs(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
         "- **located**: such a finding's location, subject creation site or a related location is the "
         "offender's line or one of the fix lines (baselines: a line of the printed traceback, including "
         "detect_anomaly's forward traceback, is);",
-        "- **named**: such a finding's subject is named as the program names the offender (baselines: "
-        "the name appears in the error text);",
+        "- **named**: such a finding's subject is named as the program names the offender; `self.fc` "
+        "in a method and `model.fc` outside it count as the same name (baselines: the name appears in "
+        "the error text);",
         "- **early** (over the cases that crash under plain PyTorch): such a finding was reported "
         "before PyTorch raised (`before_crash`); baselines never are;",
         "- **false alarms** (over the clean programs): a finding of severity warning or error "
