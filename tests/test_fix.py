@@ -1,0 +1,249 @@
+"""`graphguard fix`: each patch family on a small annotated program (in a tmp dir), a candidate
+that fails verification rejected, `--apply` writing only kept patches, a clean program untouched,
+bad input as one line. Assertions are on codes, family names and line numbers.
+
+Each program's header says what fix must keep: `# fix: CODE family line` (the finding's code, the
+kept candidate's family, the line of the edit in the original file).
+"""
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graphguard.cli import main
+
+pytestmark = pytest.mark.slow  # every case runs its program several times in subprocesses
+
+PROGRAMS = {
+    "stale_target": """\
+        # fix: GG002 detach-at-creation 6
+        import torch
+
+        w = torch.zeros(3, requires_grad=True)
+        src = torch.ones(3, requires_grad=True)
+        target = src * 2
+        opt = torch.optim.SGD([w], lr=0.1)
+        for step in range(10):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(w * 1.0, target)
+            loss.backward()
+            opt.step()
+        """,
+    "carried_state": """\
+        # fix: GG004 detach-carried-state 9
+        import torch
+
+        torch.manual_seed(0)
+        cell = torch.nn.RNNCell(3, 4)
+        opt = torch.optim.SGD(cell.parameters(), lr=0.01)
+        h = torch.zeros(1, 4)
+        for step in range(10):
+            x = torch.randn(1, 3)
+            h = cell(x, h)
+            loss = h.pow(2).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    "loss_list": """\
+        # fix: GG101 accumulate-item 13
+        import torch
+
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        losses = []
+        for step in range(10):
+            loss = lin(torch.randn(4, 3)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss)
+        print(sum(losses))
+        """,
+    "inplace_saved": """\
+        # fix: GG005 out-of-place 9
+        import torch
+
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 3)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(10):
+            y = torch.sigmoid(lin(torch.randn(4, 3)))
+            y.mul_(2)  # sigmoid saved its output
+            loss = y.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    "manual_update": """\
+        # fix: GG006 no-grad-update 8
+        import torch
+
+        w = torch.randn(3, requires_grad=True)
+        for step in range(5):
+            loss = (w * 2).pow(2).sum()
+            loss.backward()
+            w -= 0.1 * w.grad
+            w.grad = None
+        """,
+    "missing_zero_grad": """\
+        # fix: GG010 zero-grad-before-backward 9
+        import torch
+
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(10):
+            loss = lin(torch.randn(4, 3)).pow(2).mean()
+            loss.backward()
+            opt.step()
+        """,
+    "hard_mask": """\
+        # fix: GG008 smooth-mask 10
+        import torch
+
+        threshold = torch.tensor(0.5, requires_grad=True)
+        scale = torch.ones(1, requires_grad=True)
+        opt = torch.optim.Adam([threshold, scale], lr=0.05)
+        x = torch.linspace(0, 1, 50)
+        target = (x > 0.3).float()
+        for step in range(10):
+            pred = scale * (x > threshold).float()  # hard mask
+            loss = ((pred - target) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    "round": """\
+        # fix: GG013 straight-through 9
+        import torch
+
+        levels = torch.tensor([0.3, 1.7], requires_grad=True)
+        scale = torch.ones(1, requires_grad=True)
+        opt = torch.optim.Adam([levels, scale], lr=0.05)
+        target = torch.tensor([2.0, 5.0])
+        for step in range(10):
+            pred = scale * torch.round(levels * 2)
+            loss = ((pred - target) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+}
+
+# one finding patched (GG010), one whose only candidate fails verification (GG013: the loss is
+# already zero, so the straight-through estimator cannot give `levels` a non-zero gradient)
+MIXED = """\
+    import torch
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+    levels = torch.tensor([0.3, 1.7], requires_grad=True)
+    opt2 = torch.optim.SGD([levels], lr=0.01)
+    for step in range(10):
+        loss = lin(torch.randn(4, 3)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        quantized = torch.round(levels * 2)  # equal to the target already
+        loss2 = ((quantized - torch.tensor([1.0, 3.0])) ** 2).mean()
+        opt2.zero_grad()
+        loss2.backward()
+        opt2.step()
+    """
+
+
+def _write(tmp_path: Path, source: str, name: str = "train.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def _fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> tuple[int, dict]:
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "fix.json"
+    rc = main(["fix", "--max-steps", "4", "--json", str(out), *extra, "train.py"])
+    return rc, json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_each_family_gets_a_verified_patch(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, PROGRAMS[name])
+    before = path.read_text()
+    code, family, line = re.match(r"# fix: (\S+) (\S+) (\d+)", before).groups()
+    rc, doc = _fix(tmp_path, monkeypatch)
+    assert rc == 0, doc
+    kept = [(p["finding"]["code"], p["family"], p["line"]) for p in doc["patches"]]
+    assert (code, family, int(line)) in kept
+    assert doc["after"]["findings"]["error"] == 0 and doc["after"]["findings"]["warning"] == 0
+    assert doc["after"]["status"] in ("ok", "exited")
+    assert path.read_text() == before  # no --apply: nothing written
+    patch = next(p for p in doc["patches"] if p["finding"]["code"] == code)
+    assert f"+++ b/train.py" in patch["diff"]
+
+
+def test_failing_candidate_rejected_and_apply_writes_only_kept(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, MIXED)
+    original = path.read_text().splitlines()
+    rc, doc = _fix(tmp_path, monkeypatch, "--apply")
+    assert rc == 1  # an error finding (GG013) got no verified patch
+    assert [(p["finding"]["code"], p["family"], p["line"]) for p in doc["patches"]] == \
+        [("GG010", "zero-grad-before-backward", 10)]
+    assert [(r["finding"]["code"], r["family"], r["line"]) for r in doc["rejected"]] == \
+        [("GG013", "straight-through", 12)]
+    assert [d["code"] for d in doc["unpatched"]] == ["GG013"]
+    assert doc["applied"] == ["train.py"]
+    now = path.read_text().splitlines()
+    assert now == original[:9] + ["    opt.zero_grad()"] + original[9:]  # the round line is untouched
+
+
+def test_clean_program_untouched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, """\
+        import torch
+
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(3):
+            opt.zero_grad()
+            lin(torch.randn(4, 3)).pow(2).mean().backward()
+            opt.step()
+        """)
+    before = path.read_text()
+    rc, doc = _fix(tmp_path, monkeypatch, "--apply")
+    assert rc == 0
+    assert doc["patches"] == [] and doc["applied"] == [] and doc["findings"] == []
+    assert path.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fix.json", "train.py"]
+
+
+def test_missing_script_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["fix", "nope.py"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope.py" in err
+    assert main(["fix"]) == 2
+
+
+def test_max_steps_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, """\
+        import torch
+
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(1000):
+            opt.zero_grad()
+            lin(torch.randn(4, 3)).pow(2).mean().backward()
+            opt.step()
+        raise AssertionError("not reached")
+        """)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--no-diagrams", "--json", "r.json", "--max-steps", "3", "train.py"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["run"]["status"] == "exited" and report["run"]["iterations"] == 3
