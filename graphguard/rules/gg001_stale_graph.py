@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..events import BackwardCall
 from ..model import Finding, Related
-from .shared.stale import analyze, snapshot
+from .shared.stale import analyze, is_carried, snapshot
 from .base import Rule, display
 from .context import RuleContext
 
@@ -55,7 +55,7 @@ class StaleGraph(Rule):
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)
-        if a.kind == "none" or a.carried:
+        if a.kind == "none" or is_carried(a, ctx.optimizer_steps()):
             return None
         if not a.same_call_line:
             # Another backward call reached it: with freed buffers that is GG003; with a retained

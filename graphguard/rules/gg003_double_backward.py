@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 
+import dataclasses
+
 from ..events import BackwardCall
+from ..lookup.assigned import name_where_made
 from ..model import Finding, Related
-from .shared.stale import analyze, snapshot
+from .shared.stale import analyze, is_carried, snapshot
 from .base import Rule, display
 from .context import RuleContext
 
@@ -49,10 +52,15 @@ class DoubleBackward(Rule):
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)
-        if a.kind != "freed" or a.same_call_line or a.carried:
+        if a.kind != "freed" or a.same_call_line or is_carried(a, ctx.optimizer_steps()):
             return None
         node = event.scan.nodes[a.marked_boundary]
         subject = ctx.subject_of_node(node)
+        st = ctx.stamp(node)
+        made = name_where_made(node, st.site if st else None)
+        if made is not None:  # named as written where it was made, made at that frame's line
+            subject = dataclasses.replace(subject, name=made[0], created_at=(
+                ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
         name = subject.name
         first = ctx.loc(a.mark.site) if a.mark else None
         shared = f"{name}.detach()" if name else ".detach() on the shared tensor"

@@ -1,14 +1,16 @@
 """GG004 carried-state: last iteration's value, with its graph, feeds this iteration's."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import torch
 
+from ..lookup.assigned import written_name
 from ..lookup.names import find_name
 from ..events import BackwardCall
 from ..model import Finding, Related
-from .shared.stale import analyze, site_key, snapshot
+from .shared.stale import analyze, is_carried, site_key, snapshot
 from .base import Rule, display
 from .context import RuleContext
 
@@ -58,7 +60,7 @@ class CarriedState(Rule):
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)
-        if a.kind == "none" or not a.carried:
+        if a.kind == "none" or not is_carried(a, ctx.optimizer_steps()):
             return None
         node = event.scan.nodes[a.boundary]
         st = ctx.stamp(node)
@@ -71,7 +73,17 @@ class CarriedState(Rule):
         subject = ctx.subject_of_node(node, hit)
         name = subject.name
         holder = re.fullmatch(r"(.+)\[-?\d+\]", name or "")
-        if holder:  # an element of an (h, c) tuple: tuples cannot be assigned into
+        # named as the line that made it writes it (`self.hidden`, `h`), made where that line is
+        written = written_name(st.site if st else None, hit.name if hit else None,
+                               hit.frame if hit else None)
+        if written is not None:
+            subject = dataclasses.replace(subject, name=written[0],
+                                          created_at=ctx.loc((written[1],)) or subject.created_at)
+            name = written[0]
+        if holder and written is not None and not re.fullmatch(r".+\[-?\d+\]", name):
+            base = name  # the target holds the (h, c) tuple whose element is carried
+            fix = f"{base} = tuple(t.detach() for t in {base})"
+        elif holder:  # an element of an (h, c) tuple: tuples cannot be assigned into
             base = holder.group(1)
             fix = f"{base} = tuple(t.detach() for t in {base})"
         elif name:
@@ -82,6 +94,15 @@ class CarriedState(Rule):
         related = [Related("consumed-by", None, "backward", prev, a.mark.iteration if a.mark else None)]
         if subject.created_at:
             related.append(Related("assigned-at", name, None, subject.created_at))
+        # the detach goes before this iteration's first use of the carried value: the fresh node
+        # that hangs on the old part
+        par = event.scan.walk.parent[a.boundary]
+        use = ctx.stamp(event.scan.nodes[par]) if par >= 0 else None
+        here = ctx.loc(event.site)
+        fix_at = ctx.loc(use.site[:1]) if use and use.site else None
+        if fix_at is not None and all((fix_at.file, fix_at.line) != (x.file, x.line)
+                                      for x in (subject.created_at, here) if x is not None):
+            related.append(Related("fix-at", name, None, fix_at))
         crash = ", whose buffers are freed: this backward would fail" if a.kind == "freed" else ""
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"made_in": f"iteration {st.iteration}" if st else "an earlier iteration", "stale": len(a.members),

@@ -31,7 +31,7 @@ def train(detach_state):
         logits = model(x)
         loss = F.cross_entropy(logits.reshape(-1, 12), y.reshape(-1))
         opt.zero_grad()
-        loss.backward()  # expect: GG004 model.state[0]
+        loss.backward()  # expect: GG004 self.state
         opt.step()
 
 

@@ -10,7 +10,7 @@ from ...capture.sites import loc_of
 from .snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
 from ...events import BackwardCall
 
-__all__ = ["StaleAnalysis", "analyze", "snapshot", "site_key"]
+__all__ = ["StaleAnalysis", "analyze", "is_carried", "snapshot", "site_key"]
 
 
 @dataclass
@@ -25,6 +25,15 @@ class StaleAnalysis:
     mark: Mark | None = None  # the earlier backward that traversed the boundary
     same_call_line: bool = False  # that backward was called from the line of this one
     carried: bool = False  # the line that made the stale part also made this iteration's graph
+    kept: bool = False  # joined through unconsumed nodes of an earlier iteration (see is_carried)
+
+
+def is_carried(a: "StaleAnalysis", optimizer_steps: int) -> bool:
+    """Whether the stale part is state carried into this iteration (GG004), not a tensor built once
+    (GG001) or shared by two backwards of one iteration (GG003). A value kept from an earlier
+    iteration counts only once an optimizer has stepped: before any step, each graph-freeing
+    backward closes an iteration, so two losses of one step would look like two iterations."""
+    return a.carried or (a.kept and optimizer_steps > 0)
 
 
 def site_key(site: Any) -> tuple | None:
@@ -78,7 +87,18 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
         if out.mark and out.mark.site and call.site:
             out.same_call_line = out.mark.site[0][:2] == call.site[0][:2]
         out.carried = _carried(scan, out)
+        out.kept = _kept_for_next(scan, out, it)
     return out
+
+
+def _kept_for_next(scan: GraphScan, a: StaleAnalysis, iteration: int) -> bool:
+    """True when the old part joins this graph through nodes made in an earlier iteration that no
+    backward ran through: a value computed from last iteration's graph and kept for this one (a
+    running scale, a saved output), not a tensor built once and used by every loss."""
+    if a.boundary == a.marked_boundary or a.boundary < 0:
+        return False
+    st = scan.stamps[a.boundary]
+    return st is not None and st.iteration < iteration and scan.marks[a.boundary] is None
 
 
 def _carried(scan: GraphScan, a: StaleAnalysis) -> bool:

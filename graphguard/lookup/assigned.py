@@ -1,0 +1,133 @@
+"""The variable a line of the user's code assigns, as written there (`self.hidden`, `h`, `self.v`).
+
+For wording only: a rule that already decided to report a tensor made at some line names it by
+the target of the assignment on that line (or on the caller's line, when the line is a `return`
+inside a helper). Never decides whether to report.
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+from typing import Any, Iterable
+
+import torch
+
+from ..model import Frame
+from .names import find_names
+
+__all__ = ["assigned_target", "written_name", "name_where_made"]
+
+_TREES: dict[str, tuple[int, ast.Module | None]] = {}
+
+
+def _tree(file: str) -> ast.Module | None:
+    lines = linecache.getlines(file)
+    if not lines:
+        return None
+    key = len(lines)
+    hit = _TREES.get(file)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    try:
+        tree: ast.Module | None = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        tree = None
+    _TREES[file] = (key, tree)
+    return tree
+
+
+def _statement(file: str, line: int) -> ast.stmt | None:
+    """The innermost simple statement spanning `line`."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If,
+                                     ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor,
+                                     ast.AsyncWith)):
+                if best is None or node.lineno >= best.lineno:
+                    best = node
+    return best
+
+
+def _flat(targets: Iterable[ast.AST]) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(_flat(t.elts))
+        elif isinstance(t, ast.Starred):
+            out.extend(_flat([t.value]))
+        elif isinstance(t, (ast.Name, ast.Attribute, ast.Subscript)):
+            out.append(t)
+    return out
+
+
+def assigned_target(site: Iterable[Frame], max_frames: int = 3) -> tuple[str, Frame] | None:
+    """The target the statement at the innermost frame of `site` assigns, and that frame; through
+    `return` lines of helpers to their caller's assignment. With several targets
+    (`out, self.hidden = self.lstm(x, self.hidden)`), the one the right-hand side also reads (the
+    carried one); None when that does not single one out."""
+    for n, fr in enumerate(site):
+        if n >= max_frames:
+            break
+        stmt = _statement(fr.file, fr.line)
+        if stmt is None:
+            return None
+        if isinstance(stmt, ast.Return):
+            continue
+        if isinstance(stmt, ast.Assign):
+            targets, value = _flat(stmt.targets), stmt.value
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+            targets, value = _flat([stmt.target]), stmt.value
+        else:
+            return None
+        if not targets:
+            return None
+        texts = [ast.unparse(t) for t in targets]
+        if len(texts) == 1:
+            return texts[0], fr
+        read = {ast.unparse(x) for x in ast.walk(value) if isinstance(x, (ast.Name, ast.Attribute,
+                                                                          ast.Subscript))}
+        carried = [t for t in texts if t in read]
+        if len(carried) == 1:
+            return carried[0], fr
+        return None
+    return None
+
+
+def written_name(site: Iterable[Frame] | None, hit_name: str | None = None,
+                 hit_frame: Frame | None = None) -> tuple[str, Frame] | None:
+    """The name a tensor made at `site` has as the user wrote it: the assignment target in the
+    frame where the live name `hit_name` lives, when that line assigns it (the training loop's
+    `prediction, h_state = rnn(x, h_state)`); else the innermost assignment (`self.hidden = ...`
+    inside `forward`)."""
+    if not site:
+        return None
+    site = list(site)
+    if hit_name and hit_frame is not None:
+        for k, fr in enumerate(site):
+            if fr.file == hit_frame.file and fr.function == hit_frame.function:
+                w = assigned_target(site[k:], max_frames=1)
+                if w and (hit_name == w[0] or hit_name.startswith((w[0] + "[", w[0] + "."))):
+                    return w
+                break
+    return assigned_target(site)
+
+
+def name_where_made(node: Any, site: Iterable[Frame] | None) -> tuple[str, Frame | None] | None:
+    """The user's name for the tensor whose grad_fn is `node`, as written where it was made: a
+    live name in a frame of its creation `site` (the caller's `phiGFake`, not the helper's
+    parameter `phiReal` that holds the same tensor), else the assignment at the creation line
+    (`fake_img = self.generator(z)`, whose frame is gone), else any live name."""
+    site = list(site or ())
+    hits = find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
+    for fr in site:
+        for h in hits:
+            if h.frame.file == fr.file and h.frame.function == fr.function and h.scope == "local":
+                return h.name, fr
+    w = assigned_target(site) if site else None
+    if w is not None:
+        return w
+    return (hits[0].name, None) if hits else None
