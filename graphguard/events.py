@@ -7,7 +7,8 @@ from typing import Any, Callable, NamedTuple
 from .model import Site
 
 __all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
-           "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock"]
+           "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock",
+           "DataAssign", "CheckpointCall"]
 
 
 class Sink(NamedTuple):
@@ -44,6 +45,8 @@ class LossCall(Event):
     func: str  # `mse_loss`
     input: Any  # the prediction tensor
     target: Any  # the target tensor
+    # (argument name, tensor) for the loss's `weight=` / `pos_weight=` when given (GG002)
+    weights: list = field(default_factory=list)
 
 
 @dataclass
@@ -122,3 +125,23 @@ class ParamGroupAdded(Event):
 
     optimizer: Any
     params: list[Any]
+
+
+@dataclass
+class DataAssign(Event):
+    """`t.data = value` is about to replace the data of `target` (GG016)."""
+
+    target: Any
+    value: Any
+    grad_enabled: bool
+
+
+@dataclass
+class CheckpointCall(Event):
+    """A reentrant `torch.utils.checkpoint.checkpoint(...)` returned (GG015)."""
+
+    function: Any  # the checkpointed function or module
+    inputs: list[Any]  # its tensor arguments
+    outputs: list[Any]  # the tensors it returned
+    used: list[Any]  # requires-grad tensors that ops inside the call read
+    grad_enabled: bool  # autograd was on where checkpoint() was called

@@ -16,6 +16,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
 from .capture.backward import bind_backward, materialize_iterators
+from .capture.checkpoint import install_checkpoint_hook
 from .capture.mode import GuardMode
 from .capture.recorder import Recorder
 from .capture.scan import scan_graph
@@ -394,6 +395,7 @@ class GraphGuard:
         self._patch(warnings, "showwarning", _showwarning_at_user_line(warnings.showwarning))
         orig_add = torch.optim.Optimizer.add_param_group
         self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
+        self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         old = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)

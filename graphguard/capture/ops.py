@@ -6,7 +6,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-__all__ = ["LOSS_TARGET_ARG", "COPY_FUNCS", "BACKWARD_FUNCS", "inplace_target", "func_name",
+__all__ = ["LOSS_TARGET_ARG", "LOSS_WEIGHT_ARGS", "COPY_FUNCS", "BACKWARD_FUNCS", "inplace_target", "func_name",
            "NOT_INPLACE"]
 
 # Loss function -> position of its target argument (also accepted as `target=`).
@@ -19,6 +19,26 @@ for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cro
     _f = getattr(F, _name, None)
     if _f is not None:
         LOSS_TARGET_ARG[_f] = 1
+
+
+
+def _weight_positions() -> dict[Callable[..., Any], tuple[tuple[str, int], ...]]:
+    """Loss function -> (name, position) of its `weight` / `pos_weight` parameters."""
+    import inspect
+
+    out: dict[Callable[..., Any], tuple[tuple[str, int], ...]] = {}
+    for f in LOSS_TARGET_ARG:
+        try:
+            params = list(inspect.signature(f).parameters)
+        except (TypeError, ValueError):
+            continue
+        found = tuple((n, params.index(n)) for n in ("weight", "pos_weight") if n in params)
+        if found:
+            out[f] = found
+    return out
+
+
+LOSS_WEIGHT_ARGS = _weight_positions()
 
 COPY_FUNCS: dict[Callable[..., Any], str] = {torch.tensor: "torch.tensor",
                                              torch.as_tensor: "torch.as_tensor",

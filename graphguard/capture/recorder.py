@@ -11,11 +11,11 @@ from typing import Any, Callable
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..events import Clock, CopyConstruct, GradRead, InplaceOp, LossCall, Sink
+from ..events import CheckpointCall, Clock, CopyConstruct, DataAssign, GradRead, InplaceOp, LossCall, Sink
 from ..model import Site
 from .failsafe import PASSTHROUGH
 from .graph import iter_tensors, leaf_of, walk
-from .ops import COPY_FUNCS, LOSS_TARGET_ARG, inplace_target
+from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, inplace_target
 from .state import Cut, InplaceRecord, LeafRecord, LeafSite, Packed
 from .state import Stamp
 from .sites import user_site
@@ -70,6 +70,8 @@ class Recorder:
         self._cur_op = ""
         self._cur_site: Site | None = None
         self.ops_seen = 0
+        # inside a reentrant checkpoint call (GG015): the requires-grad tensors its ops read
+        self.ckpt_used: list | None = None
 
     # ---- the mode's entry point -------------------------------------------------------------
     def on_op(self, func: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:
@@ -116,7 +118,12 @@ class Recorder:
         dispatch = self.sink.dispatch
         if func in LOSS_TARGET_ARG and len(args) >= 1:
             target = kwargs.get("target", args[1] if len(args) > 1 else None)
-            dispatch(LossCall(self.site(), name, args[0], target))
+            weights = []
+            for wname, wpos in LOSS_WEIGHT_ARGS.get(func, ()):
+                w = kwargs.get(wname, args[wpos] if len(args) > wpos else None)
+                if isinstance(w, torch.Tensor):
+                    weights.append((wname, w))
+            dispatch(LossCall(self.site(), name, args[0], target, weights))
         elif func in COPY_FUNCS and args:
             # `batch.new_tensor(data)`: args[0] is `batch` (dtype and device only), data is next
             data = (args[1] if len(args) > 1 else kwargs.get("data")) if func is torch.Tensor.new_tensor else args[0]
@@ -124,6 +131,9 @@ class Recorder:
             if sources:
                 dispatch(CopyConstruct(self.site(), COPY_FUNCS[func], sources,
                                               bool(kwargs.get("requires_grad"))))
+        elif name == "__set__" and len(args) > 1 and getattr(
+                getattr(func, "__self__", None), "__name__", None) == "data":
+            dispatch(DataAssign(self.site(), args[0], args[1], torch.is_grad_enabled()))
         target = inplace_target(name, args, kwargs)
         if target is not None:
             grad_on = torch.is_grad_enabled()
@@ -165,6 +175,9 @@ class Recorder:
             elif (kwargs.get("requires_grad") or name == "requires_grad_") and o not in self.leaves:
                 self._record_leaf(o, name)
         if rg_in and not any_rg_out and not self.in_step and target is None:
+            used = self.ckpt_used
+            if used is not None and len(used) < 256:
+                used.extend(t for t in tensors if t.requires_grad)
             if outs or name in _SCALAR_OUT:
                 cut = self._record_cut(name, tensors)
                 taint_in = taint_in | {cut}
@@ -236,6 +249,18 @@ class Recorder:
         return out
 
     # ---- other capture points ---------------------------------------------------------------
+    def on_checkpoint(self, args: tuple, out: Any, used: list, grad_enabled: bool) -> None:
+        """A reentrant checkpoint call returned: args are CheckpointFunction.apply's
+        (function, preserve_rng_state, *inputs)."""
+        if not args:
+            return
+        inputs = [t for a in args[2:] for t in iter_tensors(a, 1)]
+        outs = list(iter_tensors(out, 2))
+        seen: set[int] = set()
+        uniq = [t for t in used if not (id(t) in seen or seen.add(id(t)))]
+        self._cur_site = None
+        self.sink.dispatch(CheckpointCall(self.site(), args[0], inputs, outs, uniq, grad_enabled))
+
     def on_grad_read(self, t: Any) -> None:
         rec = self.leaves.get(t) if isinstance(t, torch.Tensor) else None
         if rec is not None:

@@ -22,6 +22,8 @@ from .gg010_missing_zero_grad import MissingZeroGrad
 from .gg102_retain_graph_growth import RetainGraphGrowth
 from .gg011_unregistered_parameter import UnregisteredParameter
 from .gg101_graph_leak import GraphLeak
+from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
+from .gg016_param_data_assign import ParamDataAssign
 from .gg901_internal_error import InternalError
 from .gg902_compiled_code import CompiledCode
 
@@ -47,6 +49,8 @@ ALL_RULES: list[type[Rule]] = [
     UnregisteredParameter,
     CompiledCode,
     GraphLeak,
+    CheckpointNoGradInput,
+    ParamDataAssign,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}

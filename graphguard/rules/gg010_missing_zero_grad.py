@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from ..capture.weakmap import WeakIdMap
-from ..events import BackwardCall, BackwardDone, InplaceOp, StepCall, StepDone
+from ..events import BackwardCall, BackwardDone, InplaceOp, ParamGroupAdded, StepCall, StepDone
 from ..model import Finding, Related, Site, Subject
 from .base import Rule, display
 
@@ -73,7 +73,7 @@ class MissingZeroGrad(Rule):
     template = ("{name} {verb} that still hold the previous update's (line {stepped_line}): "
                 "nothing zeroed them before the backward at line {backward_line} added the new "
                 "ones{count}. {fix}")
-    events = (StepDone, BackwardCall, BackwardDone, StepCall, InplaceOp)
+    events = (StepDone, BackwardCall, BackwardDone, StepCall, InplaceOp, ParamGroupAdded)
 
     def __init__(self) -> None:
         self.states: WeakIdMap[_GradState] = WeakIdMap()  # parameter -> _GradState
@@ -81,6 +81,7 @@ class MissingZeroGrad(Rule):
         self.by_optimizer: WeakIdMap[bool] = WeakIdMap()  # parameters some optimizer stepped
         self.done: WeakIdMap[bool] = WeakIdMap()  # optimizers already reported
         self.sizes: WeakIdMap[int] = WeakIdMap()  # optimizer -> parameters it held at its last step
+        self.made: WeakIdMap[Any] = WeakIdMap()  # optimizer -> the site that built it (first group)
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
@@ -93,6 +94,9 @@ class MissingZeroGrad(Rule):
             self._after_step(event, ctx)
         elif isinstance(event, InplaceOp):
             return self._at_manual_update(event, ctx)
+        elif isinstance(event, ParamGroupAdded):
+            if event.optimizer not in self.made:
+                self.made[event.optimizer] = event.site
         return None
 
     # ---- following the gradients ----------------------------------------------------------------
@@ -212,7 +216,9 @@ class MissingZeroGrad(Rule):
         self.done[opt] = True
         hit = ctx.name_of(opt)
         name = hit.name if hit else None
-        subject = Subject(name, "optimizer", f"{type(opt).__name__}, {len(stale)} parameter(s)")
+        made = self.made.get(opt)
+        subject = Subject(name, "optimizer", f"{type(opt).__name__}, {len(stale)} parameter(s)",
+                          ctx.loc(made) if made else None)
         fix = (f"call {name}.zero_grad() before each backward (or right after {name}.step())" if name
                else "call optimizer.zero_grad() before each backward")
         first = ctx.name_of(stale[0][0])
@@ -273,6 +279,9 @@ class MissingZeroGrad(Rule):
         onto = ctx.loc(state.onto)
         related = [Related("stepped-at", None, "step", stepped, state.stepped_iteration),
                    Related("accumulated-by", None, "backward", onto)]
+        if subject.kind == "optimizer" and subject.created_at is not None:
+            related.append(Related("created-at", subject.name, "optimizer", subject.created_at))
+        related += ctx.fix_at(onto, subject.name, "zero_grad() before this backward")
         return self.finding(ctx, subject, ctx.loc(site), fix,
                             {"stepped_line": stepped.line if stepped else "?",
                              "backward_line": onto.line if onto else "?", "count": count, "verb": verb,

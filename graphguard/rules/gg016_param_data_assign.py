@@ -1,0 +1,111 @@
+"""GG016 param-data-assign: `param.data = ...` replaces what the optimizer updates."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import linecache
+
+import torch
+
+from ..events import DataAssign
+from ..model import Finding, Frame, Related
+from .base import Rule, display
+from .context import RuleContext
+
+__all__ = ["ParamDataAssign"]
+
+
+def written_target(frame: Frame) -> str | None:
+    """`self.decoder.weight` for a line `self.decoder.weight.data = ...` (wording only)."""
+    text = linecache.getline(frame.file, frame.line).strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(el, ast.Attribute) and el.attr == "data":
+                        return ast.unparse(el.value)
+    return None
+
+
+class ParamDataAssign(Rule):
+    """## What it does
+    Fires when `t.data = value` is assigned, outside `optimizer.step()`, to a parameter that an
+    optimizer holds, once that optimizer has stepped (in `forward` or in the training loop), and
+    when the assigned value carries autograd history (whose history the assignment drops).
+
+    ## Why is this bad?
+    Assigning `.data` swaps the tensor under the parameter behind autograd's and the optimizer's
+    back. In the loop it overwrites what the last `optimizer.step()` computed (every update
+    discarded, or a projection the gradient never sees, while Adam's moments keep describing the
+    old values). In `forward` the gradient is computed at a point the optimizer did not choose and
+    the normalization is not differentiated. A value with history (predicted weights written into
+    another network) loses it: what it was computed from never gets a gradient.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        self.decoder.weight.data = F.normalize(self.decoder.weight.data, dim=0)
+        return self.decoder(self.encoder(x))
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        w = F.normalize(self.decoder.weight, dim=0)     # differentiable: the gradient sees it
+        return F.linear(self.encoder(x), w, self.decoder.bias)
+    # or, to project after the update on purpose: with torch.no_grad(): p.copy_(...)
+    # predicted weights: torch.func.functional_call(model, {"conv1.weight": w}, (x,))
+    ```
+
+    ## Known problems
+    Loading weights into a parameter before the first step (initialization) is not reported, nor
+    are parameters no optimizer holds (an EMA copy updated by `ema.data = ...`), unless the value
+    assigned has history. In-place writes (`p.data.clamp_(...)`, weight clipping) are not
+    assignments and stay quiet.
+    """
+
+    code = "GG016"
+    slug = "param-data-assign"
+    severity = "error"
+    summary = "`param.data = ...` replaces what the optimizer updates, or drops the value's history"
+    template = "{name}.data = ... at line {line} {what}. Fix: {fix}"
+    events = (DataAssign,)
+
+    def check(self, event: DataAssign, ctx: RuleContext) -> list[Finding] | None:
+        t, v = event.target, event.value
+        if not isinstance(t, torch.Tensor) or ctx.in_optimizer_step():
+            return None
+        history = isinstance(v, torch.Tensor) and v.grad_fn is not None
+        optimized = ctx.is_optimized(t) and ctx.optimizer_steps() > 0
+        if not (history or optimized):
+            return None
+        subject = ctx.subject(t, kind="parameter" if isinstance(t, torch.nn.Parameter) else "tensor")
+        written = written_target(event.site[0]) if event.site else None
+        if written and written != subject.name:
+            subject = dataclasses.replace(subject, name=written)
+        name = subject.name
+        line = event.site[0].line if event.site else "?"
+        related = []
+        if history:
+            hit = ctx.name_of(v)
+            made = ctx.creation(v)
+            related.append(Related("history-dropped", hit.name if hit else None, None,
+                                   ctx.loc(made[0]) if made else None))
+            what = ("drops the history of the value assigned: what it was computed from gets no "
+                    "gradient through it")
+            fix = ("use the value itself in the computation (torch.func.functional_call(model, "
+                   "{...}, inputs), or a differentiable forward) instead of writing it into .data")
+        else:
+            what = ("replaces the parameter an optimizer updates: its update is overwritten and "
+                    "the gradient never sees the change")
+            fix = (f"compute with the transformed value differentiably in forward (w = f({name or 'param'})), "
+                   f"or update in place under torch.no_grad() after optimizer.step() "
+                   f"({name or 'param'}.copy_(...))")
+        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                             {"line": line, "what": what, "fix": fix,
+                              "name": display(name, "a parameter")}, related)]
