@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from ..events import BackwardCall
-from ..model import Finding, Related
+from ..lookup.source import assignment_lines
+from ..model import Finding, Related, SourceLoc
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
 from .base import Rule, display
 from .context import RuleContext
@@ -35,7 +36,16 @@ class LossWithoutGrad(Rule):
     mask = torch.sigmoid(k * (r - 0.9)) * torch.sigmoid(k * (1 - r))
     ```
 
+    It also fires when the loss requires grad but its graph reaches none of the optimized
+    parameters, only tensors made fresh in this iteration: the history was dropped (`.item()`,
+    `.data`, numpy, `torch.no_grad()`) and the value re-wrapped (`torch.tensor(v,
+    requires_grad=True)`, `Variable(...)`, `loss.requires_grad = True`). Backward then runs and
+    training silently learns nothing; the finding names the line that re-enabled requires_grad
+    and the cut that dropped the history (`fix-at`).
+
     ## Known problems
+    The re-wrap check runs while the guard records in full (the first iterations) and only for
+    `backward()` (not `autograd.grad`, whose inputs may legitimately be fresh tensors).
     Cuts are recorded during full recording only (the first iterations); afterwards the finding
     says the loss has no grad_fn without naming the cut.
     """
@@ -49,6 +59,9 @@ class LossWithoutGrad(Rule):
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         out = []
+        rewrapped = self._rewrapped(event, ctx)
+        if rewrapped is not None:
+            return [rewrapped]
         for root in event.roots:
             if not isinstance(root, torch.Tensor) or root.requires_grad:
                 continue
@@ -99,3 +112,50 @@ class LossWithoutGrad(Rule):
                                     {"why": why, "fix": fix, "name": display(name, "The loss")},
                                     related, graph=graph))
         return out
+
+    def _rewrapped(self, event: BackwardCall, ctx: RuleContext) -> Finding | None:
+        """A loss that requires grad but whose graph reaches none of the optimized parameters,
+        only tensors made fresh in this iteration: its history was dropped and re-wrapped
+        (`torch.tensor(loss.item(), requires_grad=True)`, `loss.requires_grad = True`)."""
+        if (event.api != "backward" or not ctx.any_optimized() or not ctx.recording_details()
+                or event.scan is None or event.scan.truncated):
+            return None
+        roots = [r for r in event.roots if isinstance(r, torch.Tensor) and r.requires_grad]
+        leaves = list(event.scan.leaves) + [r for r in roots if r.grad_fn is None]  # a root that is a leaf
+        if not roots or not leaves or any(ctx.is_optimized(v) for v in leaves):
+            return None
+        for v in leaves:
+            if isinstance(v, torch.nn.Parameter):
+                return None
+            made = ctx.creation(v)
+            if made is not None and made[1] != ctx.iteration:
+                return None
+        root = roots[0]
+        subject = ctx.subject(root)
+        name = subject.name
+        cuts = [c for c in ctx.all_cuts() if c.iteration == ctx.iteration
+                and any(ctx.is_optimized(r()) for r in c.leaves if r() is not None)]
+        related: list[Related] = cut_related(ctx, cuts)
+        if name and event.site:
+            # where the user switched requires_grad back on (`loss.requires_grad = True`): the
+            # re-wrap to remove (source read for wording only: the behaviour decided above)
+            fr = event.site[0]
+            for ln in assignment_lines(fr.file, fr.line, f"{name}.requires_grad"):
+                if ln <= fr.line:
+                    related.append(Related("fix-at", name, "requires_grad = True",
+                                           SourceLoc(fr.file, ln, fr.function), ctx.iteration))
+        if cuts and cuts[0].site:
+            related.append(Related("fix-at", None, describe_op(cuts[0]), ctx.loc(cuts[0].site),
+                                   cuts[0].iteration))
+        if cuts:
+            c = cuts[0]
+            why = (f"it requires grad but is a new tensor: its history was dropped by "
+                   f"{describe_op(c)} at line {c.site[0].line if c.site else '?'}, so no optimized "
+                   "parameter gets a gradient")
+        else:
+            why = ("it requires grad but its graph reaches none of the optimized parameters, only "
+                   "tensors made in this iteration: its history was dropped and re-wrapped")
+        fix = ("keep the loss a tensor computed from the model's output (no .item(), .data, "
+               "numpy or torch.tensor(...) re-wrap), and drop the requires_grad=True re-wrap")
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"why": why, "fix": fix, "name": display(name, "The loss")}, related)
