@@ -247,3 +247,17 @@ def test_max_steps_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert main(["run", "--no-diagrams", "--json", "r.json", "--max-steps", "3", "train.py"]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["run"]["status"] == "exited" and report["run"]["iterations"] == 3
+
+
+def test_ellipse_apply_leaves_a_program_that_learns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    shutil.copy(Path(__file__).parent.parent / "examples" / "ellipse" / "broken.py", tmp_path / "train.py")
+    rc, doc = _fix(tmp_path, monkeypatch, "--apply")
+    assert rc == 0
+    families = {p["family"] for p in doc["patches"]}
+    assert {"smooth-mask"} <= families and families & {"detach-at-use", "detach-at-creation", "no-grad-at-creation"}
+    assert main(["run", "--mode", "collect", "--no-diagrams", "--json", "r.json", "train.py"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert not [f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")]
+    assert report["run"]["status"] == "ok"
