@@ -8,7 +8,7 @@ from .model import Site
 
 __all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
            "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock",
-           "DataAssign", "CheckpointCall"]
+           "DataAssign", "CheckpointCall", "AutogradError"]
 
 
 class Sink(NamedTuple):
@@ -145,3 +145,16 @@ class CheckpointCall(Event):
     outputs: list[Any]  # the tensors it returned
     used: list[Any]  # requires-grad tensors that ops inside the call read
     grad_enabled: bool  # autograd was on where checkpoint() was called
+
+
+@dataclass
+class AutogradError(Event):
+    """PyTorch raised inside a guarded op or backward (GG014, GG903): judged after the fact,
+    before the exception leaves the guard."""
+
+    where: str  # "op" | "backward"
+    op: str  # the torch function's name, or "backward" / "grad"
+    error: BaseException
+    tensors: list[Any]  # the op's tensor arguments (op), or the backward's roots
+    call: Any = None  # the BackwardCall (backward)
+    reported: int = 0  # error findings the rules made for this call before it ran

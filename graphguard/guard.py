@@ -26,7 +26,7 @@ from .rules.context import RuleContext
 from .errors import GraphGuardUsageError, GraphMisuseError
 from .expectation import Expectation, describe_missing
 from .capture.failsafe import PASSTHROUGH, failsafe
-from .events import (BackwardCall, BackwardDone, Clock, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
+from .events import (AutogradError, BackwardCall, BackwardDone, Clock, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
                      StepDone)
 from .model import Finding, RunRecord, Site, count_severities
 from .engine import REARM_ITERATIONS, Engine  # noqa: F401 - REARM_ITERATIONS: documented here too
@@ -522,9 +522,9 @@ class GraphGuard:
         if self._in_backward or self.rec.busy or self._foreign() or torch.compiler.is_compiling():
             # (compiling: AOTAutograd tracing a compiled region's backward, not the user's)
             return orig(*args, **kwargs)
-        call = None
         # a generator passed as `inputs` (`model.parameters()`) is read once: by the real call
         args, kwargs = materialize_iterators(args, kwargs)
+        call = None
         _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
         # The scan makes a Python wrapper per graph node and the rules build per-node data: on a
         # 100,000-node graph the collector ran again and again over all of them (a pre-backward
@@ -540,14 +540,21 @@ class GraphGuard:
                 self._internal_error(err, "checking a backward call")
             finally:
                 self.rec.busy = False
+            reported = len(self.findings)
             if call is not None:
                 self._dispatch(call)  # may raise GraphMisuseError: before PyTorch, before any .grad
+            reported = sum(1 for f in self.findings[reported:] if f.severity == "error")
         finally:
             if gc_paused:
                 gc.enable()
         self._in_backward = True
         try:
             result = orig(*args, **kwargs)
+        except RuntimeError as err:  # PyTorch raised: graphguard's account first (GG903 & co)
+            self._in_backward = False
+            if call is not None:
+                self._explain_backward_error(call, err, reported)
+            raise
         finally:
             self._in_backward = False
         if call is not None:
@@ -565,6 +572,20 @@ class GraphGuard:
                 if gc_paused:
                     gc.enable()
         return result
+
+    def _explain_backward_error(self, call: BackwardCall, err: RuntimeError, reported: int) -> None:
+        """PyTorch raised inside a guarded backward: the rules explain it after the fact (in
+        raise mode the account comes out as GraphMisuseError, chained to PyTorch's error)."""
+        event = None
+        self.rec.busy = True
+        try:
+            event = AutogradError(call.site, "backward", call.api, err, list(call.roots), call, reported)
+        except Exception as exc:
+            self._internal_error(exc, "explaining an error")
+        finally:
+            self.rec.busy = False
+        if event is not None:
+            self._dispatch(event)
 
     def _prepare_backward(self, api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardCall:
         roots, grads, inputs, retain, create = bind_backward(api, orig, args, kwargs)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..events import CheckpointCall, Clock, CopyConstruct, DataAssign, GradRead, InplaceOp, LossCall, Sink
+from ..events import AutogradError, CheckpointCall, Clock, CopyConstruct, DataAssign, GradRead, InplaceOp, LossCall, Sink
 from ..model import Site
 from .failsafe import PASSTHROUGH
 from .graph import iter_tensors, leaf_of, walk
@@ -24,6 +24,8 @@ __all__ = ["Recorder", "SavedTensorModified"]
 
 MAX_CUTS = 4096  # cut records kept per guard (oldest dropped)
 MAX_INPLACE_LOG = 4096  # storages whose latest in-place write is kept (oldest dropped)
+INFERENCE_FRAMES = 12  # user frames kept for them (the no-grad region may be far out)
+MAX_INFERENCE = 4096  # live tensors made under inference_mode whose site is kept (GG014)
 CUT_WALK = 2000  # nodes walked to find the leaves behind a cut
 _SCALAR_OUT = frozenset({"item", "tolist", "numpy", "__float__", "__int__", "__bool__"})
 
@@ -72,6 +74,7 @@ class Recorder:
         self.ops_seen = 0
         # inside a reentrant checkpoint call (GG015): the requires-grad tensors its ops read
         self.ckpt_used: list | None = None
+        self.inference_made: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> Site (GG014)
 
     # ---- the mode's entry point -------------------------------------------------------------
     def on_op(self, func: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:
@@ -88,7 +91,12 @@ class Recorder:
             raise
         except Exception as exc:  # a graphguard bug must not break the user's op
             self.sink.internal_error(exc, "recording an op")
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as err:  # zero-cost until PyTorch raises (GG014, GG903)
+            if pre is not None:
+                self._on_error(name, pre, err)
+            raise
         if pre is not None:
             try:
                 self._after(func, name, args, kwargs, out, pre)
@@ -97,6 +105,16 @@ class Recorder:
             except Exception as exc:
                 self.sink.internal_error(exc, "recording an op")
         return out
+
+    def _on_error(self, name: str, pre: tuple, err: RuntimeError) -> None:
+        """PyTorch refused the op: let the rules explain it before the error leaves (a finding
+        in raise mode comes out as GraphMisuseError, chained to PyTorch's error)."""
+        try:
+            self.sink.dispatch(AutogradError(self.site(), "op", name, err, list(pre[3])))
+        except PASSTHROUGH:
+            raise
+        except Exception as exc:
+            self.sink.internal_error(exc, "explaining an error")
 
     def site(self) -> Site:
         """The user site of the op being recorded (computed once per op, on demand)."""
@@ -156,6 +174,8 @@ class Recorder:
             outs = tuple(o for o in out if isinstance(o, torch.Tensor))
         else:
             outs = ()
+        if outs and torch.is_inference_mode_enabled():
+            self._record_inference(outs)
         key = self.stamp_key
         any_rg_out = False
         for o in outs:
@@ -195,6 +215,15 @@ class Recorder:
             if len(self.inplace_log) > MAX_INPLACE_LOG:
                 # keyed by address: freed storages' entries would pile up over a long run
                 del self.inplace_log[next(iter(self.inplace_log))]
+
+    def _record_inference(self, outs: tuple) -> None:
+        """Where tensors made under inference_mode were made (GG014 names the line later)."""
+        made = self.inference_made
+        if len(made) < MAX_INFERENCE:
+            # deeper than an op's site: the decorator or `with` is often several calls out
+            site = user_site(2, INFERENCE_FRAMES)
+            for o in outs:
+                made[o] = site
 
     def _record_leaf(self, t: torch.Tensor, func: str) -> None:
         site = self.site()

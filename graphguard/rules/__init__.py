@@ -24,6 +24,8 @@ from .gg011_unregistered_parameter import UnregisteredParameter
 from .gg101_graph_leak import GraphLeak
 from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 from .gg016_param_data_assign import ParamDataAssign
+from .gg014_no_grad_forward import NoGradForward
+from .gg903_unexplained_autograd_error import UnexplainedAutogradError
 from .gg901_internal_error import InternalError
 from .gg902_compiled_code import CompiledCode
 
@@ -49,6 +51,8 @@ ALL_RULES: list[type[Rule]] = [
     UnregisteredParameter,
     CompiledCode,
     GraphLeak,
+    NoGradForward,
+    UnexplainedAutogradError,
     CheckpointNoGradInput,
     ParamDataAssign,
 ]

@@ -238,6 +238,28 @@ class RuleContext:
                 return st.site, st.iteration
         return None
 
+    def error_codes(self) -> set[str]:
+        """The codes of the error findings reported so far (GG903: a family already explained)."""
+        return {f.code for f in self._findings() if f.severity == "error"}
+
+    def inference_origin(self, t: Any) -> tuple[Any, Site] | None:
+        """For an inference tensor: the tensor made under inference_mode that it is (or is a view
+        of) and the site that made it, when the guard recorded it (GG014)."""
+        made = self._rec.inference_made
+        for v in (t, getattr(t, "_base", None)):
+            if isinstance(v, torch.Tensor):
+                site = made.get(v)
+                if site is not None:
+                    return v, site
+        try:  # a view made outside inference mode keeps no _base: match the storage
+            ptr = t.untyped_storage().data_ptr()
+            for v, site in list(made.items()):
+                if v.untyped_storage().data_ptr() == ptr and v._base is None:
+                    return v, site
+        except Exception:  # storage-less tensors
+            pass
+        return None
+
     def stamp(self, node: Any) -> Stamp | None:
         st = node.metadata.get(self.stamp_key) if node is not None else None
         return st if isinstance(st, Stamp) else None

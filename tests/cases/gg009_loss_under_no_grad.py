@@ -22,7 +22,7 @@ def train(loss_fn):
         x, y = torch.randn(5, 3), torch.randn(5, 1)
         loss = loss_fn(model, x, y)
         opt.zero_grad()
-        loss.backward()  # expect: GG009 loss
+        loss.backward()  # expect: GG009 loss, GG014 loss
         opt.step()
 
 

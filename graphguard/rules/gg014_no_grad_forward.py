@@ -1,0 +1,199 @@
+"""GG014 no-grad-forward: outputs of a no_grad / inference_mode region reach a trainable path."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..events import AutogradError, BackwardCall
+from ..lookup.names import resolve
+from ..lookup.source import assigned_targets
+from ..model import Finding, Related, Site, SourceLoc, Subject
+from ..capture.graph import summarize
+from .base import Rule, display
+from .context import RuleContext, assigned_name
+from .shared.nograd import Region, global_switch, region_of
+
+__all__ = ["NoGradForward"]
+
+INFERENCE_SAVE = "Inference tensors cannot be saved for backward"
+
+
+class NoGradForward(Rule):
+    """## What it does
+    Finds a forward pass or a helper that ran with autograd off (`@torch.no_grad()`,
+    `@torch.inference_mode()`, a `with` block, or `torch.set_grad_enabled(False)` for the whole
+    program) whose outputs are then used where gradients are needed: a loss computed under
+    `no_grad` from trainable parameters reaches `backward()`, or a tensor made under
+    `inference_mode` (a cached rotary table, generated token ids, backbone features) is read by an
+    op that must save it for the backward. It names the tensor, the line that made it, and the
+    decorator, `with` line or global switch where the fix goes.
+
+    ## Why is this bad?
+    Under `no_grad` the parameters get no gradient: `backward()` fails with "element 0 of tensors
+    does not require grad". A tensor made under `inference_mode` cannot be saved for backward:
+    PyTorch raises "Inference tensors cannot be saved for backward" at the op that reads it, often
+    far from the `inference_mode` that made it (an evaluation that filled a cache).
+
+    ## Example
+    ```python
+    @torch.inference_mode()
+    def evaluate(self):
+        return self.loss(batch).item()      # fills self.cos_cached with an inference tensor
+
+    loss = self.loss(batch)                 # training reads self.cos_cached: PyTorch raises
+    ```
+
+    ## Use instead
+    ```python
+    @torch.no_grad()                        # normal tensors, usable by autograd later
+    def evaluate(self):
+        return self.loss(batch).item()
+    ```
+    Or `.clone()` the tensor outside inference mode before autograd uses it; compute a training
+    loss outside any `no_grad` block.
+
+    ## Known problems
+    A tensor made under `inference_mode` is found when an op refuses to save it: graphguard
+    reports in place of PyTorch's error, before it reaches the program (the op is not applied).
+    The line that made it is known when the guard recorded it (the first iterations).
+    """
+
+    code = "GG014"
+    slug = "no-grad-forward"
+    severity = "error"
+    summary = "a forward or helper run under no_grad / inference_mode feeds a trainable path"
+    template = "{name} {what}; {where}. Fix: {fix}"
+    events = (AutogradError, BackwardCall)
+
+    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, AutogradError):
+            if event.where == "op" and str(event.error).startswith(INFERENCE_SAVE):
+                return self._inference(event, ctx)
+            return None
+        return self._no_grad_loss(event, ctx)
+
+    # ---- a tensor made under inference_mode read by an op that saves it ---------------------
+    def _inference(self, event: AutogradError, ctx: RuleContext) -> list[Finding] | None:
+        for t in event.tensors:
+            if not isinstance(t, torch.Tensor) or not t.is_inference():
+                continue
+            origin = ctx.inference_origin(t)
+            base, site = origin if origin is not None else (t, None)
+            region = region_of(site) if site else None
+            name, made = _tensor_name(base, site, region)
+            kind = "tensor"
+            if name is None and region is not None and region.kind == "decorator":
+                name, kind = region.function, "call"
+            if name is None:
+                hit = ctx.name_of(t)
+                name = hit.name if hit else None
+            subject = Subject(name, kind, summarize(base), made or (ctx.loc(site) if site else None),
+                              None)
+            loc = ctx.loc(event.site)
+            api = region.api if region else "torch.inference_mode()"
+            related = []
+            if site:
+                related.append(Related("created-at", name, "inference_mode", ctx.loc(site)))
+            related.append(Related("needed-by", None, event.op, loc, ctx.iteration))
+            if region is not None:
+                related.append(Related("fix-at", region.function, api, region.line))
+            where = (f"it was made under `{api}` ({_region_words(region)})" if region
+                     else "it was made under torch.inference_mode()")
+            fix = _fix(region, "inference", name)
+            return [self.finding(ctx, subject, loc, fix,
+                                 {"name": display(name, "A tensor"),
+                                  "what": (f"is an inference tensor, and `{event.op}` at line "
+                                           f"{loc.line if loc else '?'} needs to save it for the "
+                                           "backward (PyTorch refuses: Inference tensors cannot be "
+                                           "saved for backward)"),
+                                  "where": where, "fix": fix},
+                                 related)]
+        return None
+
+    # ---- a loss computed with grad mode off --------------------------------------------------
+    def _no_grad_loss(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        out = []
+        for root in event.roots:
+            if not isinstance(root, torch.Tensor) or root.requires_grad:
+                continue
+            cuts = [c for c in ctx.cuts_behind(root) if c.no_grad]
+            if cuts:
+                cut = cuts[-1]
+                op, cut_site, cut_it = cut.op, cut.site, cut.iteration
+            elif not torch.is_grad_enabled() and root.grad_fn is None and not ctx.cuts_behind(root):
+                # not recorded (light mode), but backward itself runs with grad mode off: the
+                # loss it starts from was computed in the same region
+                op, cut_site, cut_it = "backward", event.site, ctx.iteration
+            else:
+                continue  # cut by an op (argmax, .item()): GG009 explains those
+            region = region_of(cut_site)
+            if region is None:
+                region = global_switch([fr.file for fr in cut_site or ()])
+            subject = ctx.subject(root)
+            if region is not None and region.kind == "global":
+                # the whole program runs with autograd off: the switch is what to name
+                call = region.api.split("(")[0]
+                subject = Subject(call, "call", region.api, region.line, None)
+            loc = ctx.loc(event.site)
+            cut_loc = ctx.loc(cut_site)
+            related = [Related("cut-by", subject.name, op, cut_loc, cut_it)]
+            if region is not None:
+                related.append(Related("fix-at", region.function, region.api, region.line))
+            fix = _fix(region, "no_grad", subject.name)
+            where = (f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off "
+                     f"({_region_words(region)})" if region else
+                     f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off")
+            out.append(self.finding(ctx, subject, loc, fix,
+                                    {"name": display(subject.name, "The loss"),
+                                     "what": ("was computed from trainable parameters with grad "
+                                              "mode off, so backward() has no graph to run"),
+                                     "where": where, "fix": fix}, related))
+        return out or None
+
+
+def _tensor_name(t: Any, site: Site | None, region: Region | None) -> tuple[str | None, SourceLoc | None]:
+    """The user's name for a tensor made in a no-grad region: a name assigned along its creation
+    frames (inside out, up to the region's frame) that still holds it, else the name the
+    creation line assigns the call's result to."""
+    frames = list(site or ())
+    if region is not None and region.frame in frames:
+        frames = frames[:frames.index(region.frame) + 1]
+    for fr in frames:
+        for target in assigned_targets(fr.file, fr.line):
+            hit = resolve(target)
+            if hit is not None and hit.value is t:
+                return target, SourceLoc.from_frame(fr)
+    for fr in frames[:1]:
+        name = assigned_name(fr)
+        if name is not None:
+            return name, SourceLoc.from_frame(fr)
+    return None, None
+
+
+def _region_words(region: Region | None) -> str:
+    if region is None:
+        return "autograd off"
+    if region.kind == "decorator":
+        return f"the decorator of `{region.function}` at line {region.line.line}"
+    if region.kind == "with":
+        return f"the `with` block at line {region.line.line}"
+    return f"switched off for the whole program at {region.line.short()}"
+
+
+def _fix(region: Region | None, why: str, name: str | None) -> str:
+    if region is None:
+        return ("compute it with autograd on (outside torch.no_grad() / torch.inference_mode()), "
+                "or `.clone()` it outside inference mode before autograd uses it")
+    at = f"line {region.line.line}"
+    if region.kind == "global":
+        return (f"remove `{region.api}` ({region.line.short()}), or turn it back on with "
+                "`torch.set_grad_enabled(True)` / `with torch.enable_grad():` around the training step")
+    if why == "inference":
+        what = (f"`@torch.no_grad()` instead of `@{region.api}`" if region.kind == "decorator"
+                else f"`with torch.no_grad():` instead of `with {region.api}:`")
+        return (f"use {what} ({at}), so its outputs are normal tensors, or `.clone()` "
+                f"{display(name)} outside it before training reads it")
+    if region.kind == "decorator":
+        return f"remove `@{region.api}` from `{region.function}` ({at}) for the training call"
+    return f"compute the loss and call backward() outside `with {region.api}:` ({at})"

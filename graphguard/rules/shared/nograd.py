@@ -1,0 +1,150 @@
+"""Where a region with autograd off begins (GG014): the `@torch.no_grad()` /
+`@torch.inference_mode()` decorator of a function, the `with torch.no_grad():` block, or a
+`torch.set_grad_enabled(False)` call that turned it off for the whole program.
+
+Reads the user's source for wording only (the line where the fix goes): whether to report is
+decided from what the tensors show (made in inference mode, ops run with grad mode off).
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+import sys
+from functools import lru_cache
+from typing import Iterable, NamedTuple
+
+from ...capture.sites import is_internal_file
+from ...model import Frame, Site, SourceLoc
+
+__all__ = ["Region", "region_of", "global_switch"]
+
+_OFF_CALLS = {"no_grad": "no_grad", "inference_mode": "inference_mode"}
+
+
+class Region(NamedTuple):
+    kind: str  # "decorator" | "with" | "global"
+    api: str  # `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`
+    line: SourceLoc  # the decorator, the `with` line, or the global call
+    function: str | None  # the decorated function (decorator), else the enclosing one
+    frame: Frame | None  # the user frame inside the region
+
+
+@lru_cache(maxsize=64)
+def _tree(file: str, size: int) -> ast.Module | None:
+    try:
+        return ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _parse(file: str) -> ast.Module | None:
+    lines = linecache.getlines(file)
+    return _tree(file, sum(len(x) for x in lines)) if lines else None
+
+
+def _off_api(expr: ast.AST) -> str | None:
+    """`torch.no_grad()` / `no_grad()` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`
+    (also `torch.inference_mode(True)`), as written; None for anything else."""
+    if not isinstance(expr, ast.Call):
+        return None
+    f = expr.func
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+    if name in _OFF_CALLS:
+        if name == "inference_mode" and expr.args and isinstance(expr.args[0], ast.Constant) \
+                and expr.args[0].value is False:
+            return None
+        return ast.unparse(expr)
+    if name == "set_grad_enabled" and expr.args and isinstance(expr.args[0], ast.Constant) \
+            and expr.args[0].value is False:
+        return ast.unparse(expr)
+    return None
+
+
+def _decorator_api(dec: ast.AST) -> str | None:
+    api = _off_api(dec)
+    if api is None and isinstance(dec, (ast.Attribute, ast.Name)):  # `@torch.no_grad` bare
+        name = dec.attr if isinstance(dec, ast.Attribute) else dec.id
+        if name in _OFF_CALLS:
+            api = ast.unparse(dec)
+    return api
+
+
+def _in_frame(frame: Frame) -> tuple[str, str, int, str | None] | None:
+    """The innermost no-grad region around `frame`'s line: (kind, api, line, function)."""
+    tree = _parse(frame.file)
+    if tree is None:
+        return None
+    line = frame.line
+    best: tuple[int, tuple[str, str, int, str | None]] | None = None
+    func_stack: list[str] = []
+
+    def visit(node: ast.AST, func: str | None) -> None:
+        nonlocal best
+        for child in ast.iter_child_nodes(node):
+            start = getattr(child, "lineno", None)
+            end = getattr(child, "end_lineno", None)
+            if start is None or end is None:
+                visit(child, func)
+                continue
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([start] + [d.lineno for d in child.decorator_list])
+                if not (first <= line <= end):
+                    continue
+                for dec in child.decorator_list:
+                    api = _decorator_api(dec)
+                    if api is not None and start <= line:
+                        if best is None or start >= best[0]:
+                            best = (start, ("decorator", api, dec.lineno, child.name))
+                visit(child, child.name)
+                continue
+            if not (start <= line <= end):
+                continue
+            if isinstance(child, (ast.With, ast.AsyncWith)) and line > start:
+                for item in child.items:
+                    api = _off_api(item.context_expr)
+                    if api is not None and (best is None or start >= best[0]):
+                        best = (start, ("with", api, start, func))
+            visit(child, func)
+
+    visit(tree, None)
+    del func_stack
+    return best[1] if best else None
+
+
+def region_of(site: Site | None) -> Region | None:
+    """The no-grad region the innermost-first user frames of `site` ran in (the first frame,
+    from the inside out, whose line sits in one)."""
+    for fr in site or ():
+        found = _in_frame(fr)
+        if found is not None:
+            kind, api, line, func = found
+            return Region(kind, api, SourceLoc(fr.file, line, func or "<module>",
+                                               linecache.getline(fr.file, line).strip()), func, fr)
+    return None
+
+
+def _user_module_files() -> Iterable[str]:
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and f.endswith(".py") and not is_internal_file(f):
+            yield f
+
+
+def global_switch(first: Iterable[str] = ()) -> Region | None:
+    """A module-level `torch.set_grad_enabled(False)` (or `torch.autograd.set_grad_enabled`)
+    in the user's files: grad mode turned off for the whole program. Looked up only when
+    autograd was off outside any `with` block or decorator."""
+    seen: set[str] = set()
+    for f in list(first) + list(_user_module_files()):
+        if f in seen:
+            continue
+        seen.add(f)
+        tree = _parse(f)
+        if tree is None:
+            continue
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Expr) and _off_api(stmt.value) and "set_grad_enabled" in ast.unparse(stmt.value):
+                return Region("global", ast.unparse(stmt.value),
+                              SourceLoc(f, stmt.lineno, "<module>", linecache.getline(f, stmt.lineno).strip()),
+                              None, None)
+    return None
