@@ -22,3 +22,16 @@ def __getattr__(name: str) -> Any:
 
         return getattr(guard, name)
     raise AttributeError(f"module 'graphguard' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext graphguard``: the ``%%graphguard`` and ``%graphguard on|off`` magics."""
+    from .notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .notebook import unload_ipython_extension as unload
+
+    unload(ipython)

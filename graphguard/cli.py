@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on", choices=tuple(_FAIL_LEVELS), default="error",
                      help="lowest severity that makes the exit status 1 (default: error)")
     run.add_argument("--no-diagrams", action="store_true", help="skip DOT/SVG diagrams")
+    run.add_argument("--format", choices=("text", "concise", "github"), default="text",
+                     help="the findings printed at the end (stderr): text, concise "
+                          "(path:line:col: GG001 message) or github (workflow commands)")
     run.add_argument("--record-iterations", type=_count, default=2,
                      help="iterations recorded in full before the light mode (default 2)")
     run.add_argument("--max-steps", type=_count, default=None, metavar="N",
@@ -64,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("code")
     rep = sub.add_parser("report", help="re-render a saved JSON report")
     rep.add_argument("report")
-    rep.add_argument("--format", choices=("text", "html", "sarif", "json"), default="text")
+    rep.add_argument("--format", choices=("text", "html", "sarif", "json", "concise", "github"),
+                     default="text")
     rep.add_argument("-o", "--output", help="write there instead of stdout")
     return p
 
@@ -218,7 +222,13 @@ def _cmd_run(args: Any) -> int:
     _write_outputs(guard, args, target, status, exc)
     findings = guard.findings
     try:
-        sys.stderr.write(render_findings(findings))
+        if getattr(args, "format", "text") != "text":
+            from .report.render import render_saved
+
+            sys.stderr.write(render_saved({"run": {"target": target},
+                                           "findings": [f.to_dict() for f in findings]}, args.format))
+        else:
+            sys.stderr.write(render_findings(findings))
     except Exception as err:  # a wording bug must not hide the result
         sys.stderr.write(f"graphguard: error: cannot word the findings ({type(err).__name__}: {err}); "
                          f"codes: {', '.join(f.code for f in findings)}\n")

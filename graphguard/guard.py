@@ -637,15 +637,43 @@ class GraphGuard:
         self._dispatch(ParamGroupAdded(user_site(1), opt, params))
 
     @_hidden_from_dynamo
-    def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
+    def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> Any:
         if self.rec.busy or self._foreign():
-            return
+            return None
+        # args holds the optimizer first, then step's own arguments
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if callable(closure):
+            return self._check_after_closure(opt, args, kwargs, closure)
+        self._check_step(opt)
+        return None
+
+    def _check_after_closure(self, opt: Any, args: Any, kwargs: Any, closure: Any) -> Any:
+        """`optimizer.step(closure)` (LBFGS, Lightning's automatic optimization): the closure runs
+        the forward and backward inside step, so the step is checked after its first call, and
+        the closure's ops are not the update's."""
+        guard, checked = self, []
+
+        def closure_then_check(*a: Any, **kw: Any) -> Any:
+            guard.rec.in_step = False
+            out = closure(*a, **kw)
+            guard._pending_boundary = False  # this step ends the iteration, not the next backward
+            if checked:
+                guard.rec.in_step = True
+            else:
+                checked.append(True)
+                guard._check_step(opt, closure=True)
+            return out
+
+        if "closure" in kwargs:
+            return tuple(args), dict(kwargs, closure=closure_then_check)
+        return (args[0], closure_then_check, *args[2:]), dict(kwargs)
+
+    def _check_step(self, opt: Any, closure: bool = False) -> None:
+        """Judge an optimizer step; `closure`: step(closure), checked after the closure's first
+        call (rules that read gradients judge such a step once it is over)."""
         self.rec.busy = True
         try:
             self.rec.mark_optimizer_params(opt)
-            # the hook's args start with the optimizer itself: step(closure) has a callable after it
-            closure = any(callable(a) and a is not opt for a in (args or ())) or callable(
-                (kwargs or {}).get("closure"))
             event = StepCall(user_site(1), opt, closure=closure)
             # the post hook of this same step reuses the site (finding it costs ~10-30 us)
             self._step_site = (opt, event.site)

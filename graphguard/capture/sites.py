@@ -26,7 +26,7 @@ def _roots() -> tuple[str, ...]:
     # "scripts": console-script launchers (the `graphguard` command itself), not user code
     roots = [os.path.dirname(torch.__file__), PACKAGE_DIR,
              sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["scripts"]]
-    for mod in ("torchviz", "_pytest", "pluggy", "typing_extensions"):
+    for mod in ("torchviz", "_pytest", "pluggy", "typing_extensions") + _FRAMEWORKS:
         m = sys.modules.get(mod)
         f = getattr(m, "__file__", None)
         if f:
@@ -34,7 +34,12 @@ def _roots() -> tuple[str, ...]:
     return tuple(os.path.realpath(r) + os.sep for r in roots)
 
 
+# Training frameworks whose frames are not the user's (their `loss.backward()` is not the line
+# to report); roots are recomputed when one of them is imported after the first lookup.
+_FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "transformers", "accelerate",
+               "IPython", "ipykernel")
 _ROOTS: tuple[str, ...] | None = None
+_ROOTS_FOR: tuple[bool, ...] = ()
 # code object -> internal?  Code objects live as long as their functions, so this stays small.
 _INTERNAL: dict[object, bool] = {}
 # The same, keyed by id(code), for user_site: a code object's hash is not cached (it hashes its
@@ -45,9 +50,10 @@ _INTERNAL_BY_ID: dict[int, tuple[object, bool]] = {}
 
 def is_internal_file(filename: str) -> bool:
     """True for torch, graphguard, the standard library and test-runner internals."""
-    global _ROOTS
-    if _ROOTS is None:
-        _ROOTS = _roots()
+    global _ROOTS, _ROOTS_FOR
+    loaded = tuple(m in sys.modules for m in _FRAMEWORKS)
+    if _ROOTS is None or loaded != _ROOTS_FOR:
+        _ROOTS, _ROOTS_FOR = _roots(), loaded
     if filename.startswith("<"):
         # <frozen runpy>, <string> from exec: frozen modules are internal, exec'd code is the user's
         return filename.startswith("<frozen")

@@ -23,6 +23,14 @@ def render_saved(data: dict[str, Any], fmt: str, catalog: Sequence[RuleInfo] = (
     if fmt == "text":
         fs = findings_from_report(data)
         return render_findings(fs) + render_summary_line(fs) + "\n"
+    if fmt == "concise":
+        from .concise import render_concise
+
+        return render_concise(data)
+    if fmt == "github":
+        from .github import render_github
+
+        return render_github(data)
     if fmt == "html":
         from .html import render_html
 

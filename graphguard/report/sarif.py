@@ -16,6 +16,29 @@ class RuleInfo(NamedTuple):
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
+def _physical(loc: dict[str, Any]) -> dict[str, Any]:
+    return {"physicalLocation": {"artifactLocation": {"uri": loc["file"]},
+                                 "region": {"startLine": loc.get("line") or 1}}}
+
+
+def _related_locations(f: dict[str, Any]) -> list[dict[str, Any]]:
+    """The subject's creation line, then every related place (modified-at, cut-by, fix-at, ...)."""
+    out: list[dict[str, Any]] = []
+    subject = f.get("subject") or {}
+    places = [("created", subject.get("name"), None, subject.get("created_at"))]
+    places += [(r.get("role", ""), r.get("name"), r.get("op"), r.get("location"))
+               for r in f.get("related") or [] if isinstance(r, dict)]
+    for role, name, op, loc in places:
+        if not isinstance(loc, dict) or not loc.get("file"):
+            continue
+        what = " ".join(str(x) for x in (op, name) if x)
+        entry = _physical(loc)
+        entry["id"] = len(out) + 1
+        entry["message"] = {"text": f"{role}: {what}" if what else role}
+        out.append(entry)
+    return out
+
+
 def render_sarif(data: dict[str, Any], catalog: Sequence[RuleInfo] = ()) -> dict[str, Any]:
     results = []
     for f in data.get("findings", []):
@@ -23,8 +46,10 @@ def render_sarif(data: dict[str, Any], catalog: Sequence[RuleInfo] = ()) -> dict
         res: dict[str, Any] = {"ruleId": f["code"], "level": _LEVEL.get(f.get("severity"), "warning"),
                                "message": {"text": f.get("message", "")}}
         if loc.get("file"):
-            res["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": loc["file"]},
-                                                      "region": {"startLine": loc.get("line") or 1}}}]
+            res["locations"] = [_physical(loc)]
+        related = _related_locations(f)
+        if related:
+            res["relatedLocations"] = related
         results.append(res)
     rules = [{"id": r.code, "name": r.slug, "shortDescription": {"text": r.summary}} for r in catalog]
     return {"version": "2.1.0",
