@@ -159,6 +159,11 @@ class ParamWithoutGrad(Rule):
         made = ctx.loc(self.opt_sites.get(event.optimizer))
         groups = _by_module(ctx, params)
         trained = self._trained_module(params) if every else None
+        if not every:
+            # A parameter no user variable reaches any more (the layer it belonged to was replaced
+            # and the new one is used) is dead weight in the optimizer, not a part of the model
+            # that fails to learn; the new layer's own trouble, if any, is GG011's.
+            groups = [(label, members) for label, members in groups if label is not None]
         out = []
         for label, members in groups[:4]:
             p = members[0]
@@ -193,7 +198,11 @@ class ParamWithoutGrad(Rule):
                 related.append(Related("fix-at", opt_name, "optimizer", made))
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
                                     {"why": why, "fix": fix, "name": display(name, "A parameter")},
-                                    related, severity="error" if every else "warning"))
+                                    related, severity="error" if every else "warning",
+                                    graph=cut_snapshot(ctx, [], members,
+                                                       f"GG008: {name or 'parameters'} get no gradient",
+                                                       entry_site=event.site,
+                                                       entry_op="optimizer.step()")))
         return out
 
     def _trained_module(self, params: list[torch.Tensor]) -> tuple[str, Any] | None:

@@ -157,5 +157,9 @@ class LossWithoutGrad(Rule):
                    "tensors made in this iteration: its history was dropped and re-wrapped")
         fix = ("keep the loss a tensor computed from the model's output (no .item(), .data, "
                "numpy or torch.tensor(...) re-wrap), and drop the requires_grad=True re-wrap")
+        starved = [r() for c in cuts for r in c.leaves if r() is not None and ctx.is_optimized(r())]
+        graph = cut_snapshot(ctx, cuts, starved or leaves, f"GG009: {name or 'the loss'} is re-wrapped",
+                             sink=root, entry_site=event.site)
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
-                            {"why": why, "fix": fix, "name": display(name, "The loss")}, related)
+                            {"why": why, "fix": fix, "name": display(name, "The loss")}, related,
+                            graph=graph)
