@@ -25,7 +25,7 @@ def rules_markdown() -> str:
     """docs/rules.md: the table, then every rule's documentation."""
     lines = ["# Rules", "", "Generated from the rule docstrings (`python -m graphguard.docs > docs/rules.md`).", "",
              rules_table(), ""]
-    for r in ALL_RULES:
+    for r in sorted(ALL_RULES, key=lambda r: r.code):
         lines.append(rule_doc(r).replace("# ", "## ", 1).replace("\n## ", "\n### "))
     return "\n".join(lines)
 
