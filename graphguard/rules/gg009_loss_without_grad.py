@@ -54,7 +54,7 @@ class LossWithoutGrad(Rule):
     slug = "loss-without-grad"
     severity = "error"
     summary = "backward on a tensor that has no grad_fn, with the ops that cut it"
-    template = "{name} does not require grad, so backward() would fail: {why}. Fix: {fix}"
+    template = "{name} {state}: {why}. Fix: {fix}"
     events = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
@@ -109,7 +109,8 @@ class LossWithoutGrad(Rule):
             graph = cut_snapshot(ctx, cuts, leaves, f"GG009: {name or 'the loss'} has no grad_fn",
                                  sink=root, entry_site=event.site, entry_op=f"{event.api}()")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"why": why, "fix": fix, "name": display(name, "The loss")},
+                                    {"why": why, "fix": fix, "name": display(name, "The loss"),
+                                     "state": "does not require grad, so backward() would fail"},
                                     related, graph=graph))
         return out
 
@@ -149,7 +150,7 @@ class LossWithoutGrad(Rule):
                                    cuts[0].iteration))
         if cuts:
             c = cuts[0]
-            why = (f"it requires grad but is a new tensor: its history was dropped by "
+            why = (f"it requires grad but its history was dropped by "
                    f"{describe_op(c)} at line {c.site[0].line if c.site else '?'}, so no optimized "
                    "parameter gets a gradient")
         else:
@@ -161,5 +162,6 @@ class LossWithoutGrad(Rule):
         graph = cut_snapshot(ctx, cuts, starved or leaves, f"GG009: {name or 'the loss'} is re-wrapped",
                              sink=root, entry_site=event.site)
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
-                            {"why": why, "fix": fix, "name": display(name, "The loss")}, related,
+                            {"why": why, "fix": fix, "name": display(name, "The loss"),
+                             "state": "trains nothing"}, related,
                             graph=graph)
