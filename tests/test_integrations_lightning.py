@@ -16,7 +16,12 @@ L = pytest.importorskip("lightning.pytorch")
 from graphguard import GraphGuardWarning, GraphMisuseError  # noqa: E402
 from graphguard.integrations.lightning import GraphGuardCallback  # noqa: E402
 
-os.environ.setdefault("GRAPHGUARD_DOT", "none")  # diagrams as DOT only: fast, no subprocess
+
+@pytest.fixture(autouse=True)
+def _dot_source_only(monkeypatch):
+    """Diagrams as DOT only (fast, no renderer subprocess), for these tests alone: a module-level
+    os.environ change would leak into every later test of the same worker."""
+    monkeypatch.setenv("GRAPHGUARD_DOT", "none")
 
 
 def make_module(base, bug=None, manual=False):

@@ -9,7 +9,6 @@ import warnings
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-os.environ.setdefault("GRAPHGUARD_DOT", "none")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -19,6 +18,13 @@ transformers = pytest.importorskip("transformers")
 
 from graphguard import GraphGuardWarning, GraphMisuseError  # noqa: E402
 from graphguard.integrations.transformers import GraphGuardCallback  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _dot_source_only(monkeypatch):
+    """Diagrams as DOT only (fast, no renderer subprocess), for these tests alone: a module-level
+    os.environ change would leak into every later test of the same worker."""
+    monkeypatch.setenv("GRAPHGUARD_DOT", "none")
 
 
 def args(tmp_path, steps=3):
