@@ -11,6 +11,8 @@ import weakref
 from ..capture.weakmap import WeakIdMap
 from ..lookup.owners import user_modules
 from ..events import BackwardDone, ParamGroupAdded, StepCall, StepDone
+from ..lookup.names import resolve
+from ..lookup.origins import origin_of
 from ..model import Finding, Related
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .base import Rule, display
@@ -221,7 +223,7 @@ class ParamWithoutGrad(Rule):
 
 def _resolve_module(label: str) -> Any:
     """The module a user's dotted name (`model.fc`) refers to, when it is one."""
-    hit = _resolve(label)
+    hit = resolve(label)
     return hit.value if hit is not None and isinstance(hit.value, torch.nn.Module) else None
 
 
@@ -239,20 +241,3 @@ def _by_module(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[str |
         out.append((label, members))
     return out
 
-
-def origin_of(obj: Any) -> Any:
-    """The line that built a module or parameter (lookup/origins), None when it cannot be found."""
-    try:
-        from ..lookup.origins import origin_of as find
-    except ImportError:  # an older lookup layer
-        return None
-    return find(obj)
-
-
-def _resolve(text: str) -> Any:
-    """What a dotted name the user wrote holds now (lookup/names.resolve), None when unknown."""
-    try:
-        from ..lookup.names import resolve
-    except ImportError:
-        return None
-    return resolve(text)

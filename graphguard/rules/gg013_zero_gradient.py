@@ -10,6 +10,8 @@ import torch
 from ..capture.graph import leaf_of, walk
 from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, StepCall, StepDone
+from ..lookup.names import resolve
+from ..lookup.origins import origin_of
 from ..model import Finding, Related
 from .base import Rule, display
 from .context import RuleContext
@@ -149,7 +151,7 @@ def _group(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[str | Non
         name = hit.name if hit else None
         if name and "." in name:
             prefix = name.rsplit(".", 1)[0]
-            mhit = _resolve(prefix)
+            mhit = resolve(prefix)
             mod = mhit.value if mhit is not None else None
             if isinstance(mod, torch.nn.Module):
                 ps = list(mod.parameters())
@@ -161,20 +163,3 @@ def _group(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[str | Non
         out.append((None, [p], None))
     return out
 
-
-def origin_of(obj: Any) -> Any:
-    """The line that built a module or parameter (lookup/origins), None when it cannot be found."""
-    try:
-        from ..lookup.origins import origin_of as find
-    except ImportError:  # an older lookup layer
-        return None
-    return find(obj)
-
-
-def _resolve(text: str) -> Any:
-    """What a dotted name the user wrote holds now (lookup/names.resolve), None when unknown."""
-    try:
-        from ..lookup.names import resolve
-    except ImportError:
-        return None
-    return resolve(text)
