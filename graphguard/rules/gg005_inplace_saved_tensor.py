@@ -4,10 +4,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import torch
+
 from torch.autograd.function import BackwardCFunction
 
 from ..capture.graph import summarize
-from ..lookup.names import find_name
+from ..lookup.assigned import assigned_target
+from ..lookup.flags import inplace_flag_source
+from ..lookup.names import find_names, find_name
 from ..capture.state import InplaceRecord, Packed
 from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
 from .shared.snapshot import call_node, snapshot_from_scan
@@ -122,8 +126,32 @@ class InplaceSavedTensor(Rule):
         if write is not None:
             related.append(Related("modified-at", name, write.op, mod_loc, write.iteration))
         related.append(Related("needed-by", None, "backward", bw, ctx.iteration))
+        flag = inplace_flag_source(write.site, write.op) \
+            if write is not None and write.site and is_inplace_flag_op(write.op) else None
+        if flag is not None:
+            # The offender is the module made in-place (`self.activ = nn.ReLU(inplace=True)`, or a
+            # later `m.inplace = True`), not the tensor it overwrote: name it, fix where it is set.
+            subject = Subject(flag.name, "module", flag.made.code if flag.made else "", flag.made, None)
+            related += ctx.fix_at(flag.fix, flag.name, "inplace=False")
+        elif write is not None and write.site and is_inplace_flag_op(write.op):
+            related += ctx.fix_at(mod_loc, name, "inplace=False")  # F.relu(x, inplace=True) here
         if by_step:
-            fix = _step_fix(opt_name, saved_loc, line_code(saved_site[0]) if saved_site else "", mod_loc)
+            later = _later_graph_tensor(ctx, event, hit.index, saved_site)
+            if later is not None:
+                # The order bug: name the tensor of the old forward that a later backward still
+                # needs (`d = D(g)`, `actor_loss = ...`); the stepped weight stays named in the
+                # saved-at / modified-at entries.
+                subject = later
+                related += ctx.fix_at(later.created_at, later.name, "recompute after the step")
+            again = later.created_at if later is not None and later.created_at else saved_loc
+            fix = _step_fix(opt_name, again, again.code if later is not None and again is not None
+                            else line_code(saved_site[0]) if saved_site else "", mod_loc)
+        elif flag is not None and flag.made is not None and flag.fix.line != flag.made.line:
+            fix = (f"Do not set `{flag.name} = True` (line {flag.fix.line}) on the module built at line "
+                   f"{flag.made.line}: {saved_op} needs the value it saved unchanged for the gradient")
+        elif flag is not None:
+            fix = (f"Build `{flag.name}` without inplace=True (line {flag.fix.line}): "
+                   f"{saved_op} needs the value it saved unchanged for the gradient")
         elif param is not None and write is not None and mod_loc is not None:
             # a weight changed by hand between the forward and its backward (clipping, renorm)
             fix = (f"Move `{line_code(write.site[0])}` (line {mod_loc.line}) after the backward, e.g. right "
@@ -191,6 +219,48 @@ class InplaceSavedTensor(Rule):
             plain = op.rstrip("_")
             return f"Use the out-of-place `{who} = {who}.{plain}(...)` instead of `.{op}(...)`"
         return f"Clone {who} before changing it in place (`{who} = {who}.clone()`)"
+
+
+MAX_UPSTREAM = 64  # graph nodes walked from each named tensor towards the modified node
+
+
+def _distance(start: Any, target: Any, limit: int = MAX_UPSTREAM) -> int | None:
+    """Edges from `start` down to `target` in the graph (breadth first, bounded), or None."""
+    seen = {id(start)}
+    frontier = [start]
+    for depth in range(limit):
+        nxt = []
+        for node in frontier:
+            if node is target:
+                return depth
+            for child, _ in getattr(node, "next_functions", ()) or ():
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    nxt.append(child)
+        if not nxt or len(seen) > limit * 8:
+            return None
+        frontier = nxt
+    return None
+
+
+def _later_graph_tensor(ctx: RuleContext, event: BackwardCall, index: int, saved_site: Site) -> Subject | None:
+    """The tensor of the old forward that this backward reaches the stepped weight through: the
+    user's live tensor closest above the node that saved the weight (`d` for `d = D(g)`), else the
+    target of the statement that ran that forward (through helpers' `return` lines)."""
+    node = event.scan.nodes[index]
+    best: tuple[int, Any] | None = None
+    for hit in find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is not None):
+        d = _distance(hit.value.grad_fn, node)
+        if d is not None and (best is None or d < best[0]):
+            best = (d, hit)
+    if best is not None:
+        hit = best[1]
+        return ctx.subject(hit.value, hit=hit)
+    made = assigned_target(saved_site) if saved_site else None
+    if made is None:
+        return None
+    target, fr = made
+    return Subject(target, "tensor", "", ctx.loc((fr,)), ctx.stamp(node).iteration if ctx.stamp(node) else None)
 
 
 def _optimized_param(ctx: RuleContext, packed: Packed) -> Any:

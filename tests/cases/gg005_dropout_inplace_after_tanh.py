@@ -14,7 +14,7 @@ class MLP(nn.Module):
 
     def forward(self, x):
         h = torch.tanh(self.fc1(x))
-        h = self.drop(h)  # expect: GG005 h
+        h = self.drop(h)  # expect: GG005 self.drop
         return self.fc2(h)
 
 

@@ -21,7 +21,7 @@ def buggy():
     loss_d = bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake))
     opt_d.zero_grad()
     loss_d.backward(retain_graph=True)
-    opt_d.step()  # expect: GG005 D[2].weight
+    opt_d.step()  # expect: GG005 d_fake
     loss_g = bce(d_fake, torch.ones_like(d_fake))
     opt_g.zero_grad()
     loss_g.backward()
