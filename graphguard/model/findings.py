@@ -151,7 +151,8 @@ class Finding:
                    d.get("before_crash", True), d.get("fix", ""),
                    [Related(r.get("role", ""), r.get("name"), r.get("op"),
                             SourceLoc.from_dict(r.get("location"))) for r in d.get("related", [])],
-                   d.get("diagram"), template=message.replace("{", "{{").replace("}", "}}"))
+                   d.get("diagram"), details=dict(d["details"]) if isinstance(d.get("details"), dict) else {},
+                   template=message.replace("{", "{{").replace("}", "}}"))
 
     def key(self) -> tuple:
         """What makes two findings the same report (used to report a repeated misuse once)."""

@@ -10,11 +10,14 @@ from ..lookup.assigned import written_name
 from ..lookup.names import find_name
 from ..events import BackwardCall
 from ..model import Finding, Related
+from .shared.growth import Growth
 from .shared.stale import analyze, is_carried, site_key, snapshot
 from .base import Rule, display
 from .context import RuleContext
 
 __all__ = ["CarriedState"]
+
+MAX_SITES = 256  # backward lines whose graph size is remembered (for the growth plot)
 
 
 class CarriedState(Rule):
@@ -58,7 +61,12 @@ class CarriedState(Rule):
     events = (BackwardCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
+    def __init__(self) -> None:
+        self.walked: dict[tuple, tuple[int, int]] = {}  # backward line -> (iteration, nodes walked)
+        self.series: dict[tuple, Growth] = {}  # reported backward line -> graph size per iteration
+
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        before = self._walked(event, ctx.iteration)
         a = ctx.shared(analyze, event)
         if a.kind == "none" or not is_carried(a, ctx.optimizer_steps()):
             return None
@@ -104,7 +112,39 @@ class CarriedState(Rule):
                                       for x in (subject.created_at, here) if x is not None):
             related.append(Related("fix-at", name, None, fix_at))
         crash = ", whose buffers are freed: this backward would fail" if a.kind == "freed" else ""
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"made_in": f"iteration {st.iteration}" if st else "an earlier iteration", "stale": len(a.members),
-                              "crash": crash, "fix": fix, "name": display(name)},
-                             related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}", ctx.creation))]
+        f = self.finding(ctx, subject, ctx.loc(event.site), fix,
+                         {"made_in": f"iteration {st.iteration}" if st else "an earlier iteration", "stale": len(a.members),
+                          "crash": crash, "fix": fix, "name": display(name)},
+                         related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}", ctx.creation))
+        f.details["growth"] = self._series(event, before, ctx.iteration).details
+        return [f]
+
+    def _walked(self, event: BackwardCall, iteration: int) -> tuple[int, int] | None:
+        """Remember the size of the graph this backward line walks (one dict entry per line, at
+        backward time); a reported line's growth series gets one more point. Returns the size at
+        the line's previous call."""
+        if event.scan is None or not event.site:
+            return None
+        line = site_key(event.site[:1])
+        n = len(event.scan.nodes)
+        before = self.walked.get(line)
+        if before is not None or len(self.walked) < MAX_SITES:
+            self.walked[line] = (iteration, n)
+        series = self.series.get(line)
+        if series is not None:  # also once light mode can no longer tell the carry apart
+            series.add(iteration, n, truncated=event.scan.truncated)
+        return before
+
+    def _series(self, event: BackwardCall, before: tuple[int, int] | None, iteration: int) -> Growth:
+        """This backward line's growth series: made on its first report from the size its graph
+        had at the line's previous call and now; later calls add to it (_walked())."""
+        line = site_key(event.site[:1]) if event.site else None
+        series = self.series.get(line)
+        if series is None:
+            series = Growth()
+            if line is not None:
+                self.series[line] = series
+            if before is not None and before[0] < iteration:
+                series.add(*before)
+            series.add(iteration, len(event.scan.nodes), truncated=event.scan.truncated)
+        return series

@@ -14,6 +14,7 @@ from ..lookup.source import assignment_lines, enclosing_scope, growth_lines
 from ..events import BackwardCall, GuardExit, StepDone
 from ..model import Finding, Frame, SourceLoc, Subject
 from .base import Rule, display
+from .shared.growth import Growth
 
 __all__ = ["GraphLeak"]
 
@@ -35,6 +36,7 @@ class _Verdict:
     site: Any  # the stamp site of its newest accumulating node, when recorded
     scalar: bool  # the held values are single numbers (`.item()` works)
     suspect: bool  # may be growing: a kept graph no backward used, or several graphs in a list
+    growth: Growth | None = None  # nodes kept per iteration, when it is reported
 
 
 class GraphLeak(Rule):
@@ -85,6 +87,7 @@ class GraphLeak(Rule):
         self.checked_at = 0  # the last iteration at which holders were looked at
         self.reported: set[str] = set()  # holder names already reported
         self.follow: dict[str, int] = {}  # suspect holder -> follow-up looks left before the next due one
+        self.series: dict[str, Growth] = {}  # reported holder -> graph nodes it keeps, per look
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         it = ctx.iteration
@@ -107,6 +110,8 @@ class GraphLeak(Rule):
         budget = [BUDGET]
         out = []
         for h in find_holders():
+            if h.name in self.series and budget[0] > 0 and not self.series[h.name].stopped:
+                self._count(h, it - 1, budget)
             if h.name in self.reported or budget[0] <= 0 or ctx.superseded(self, name=h.name):
                 continue
             v = self._judge(h, ctx, it, budget)
@@ -169,12 +174,26 @@ class GraphLeak(Rule):
             counted.append(i)
             if site is None and isinstance(st, Stamp) and m is None:
                 site = st.site  # the newest recorded node no backward ran through: the accumulation
+        growth = None
         if len(spans) >= MIN_SPAN:
             for i in counted:  # remembered on the nodes, which die with the leak
                 w.nodes[i].metadata[leak_key] = h.name
+            # the growth plot's first points: the nodes kept now, by the iteration that made them
+            growth = self.series[h.name] = Growth()
+            growth.add_ages((ages[i] for i, n in enumerate(w.nodes)
+                             if type(n).__name__ != "AccumulateGrad"), latest)
+            if w.truncated:
+                growth.add(latest, nodes, truncated=True)
         scalar = all(t.numel() == 1 for t in h.tensors)
         suspect = len(roots) > 1 if h.kind == "container" else roots[0].metadata.get(mark_key) is None
-        return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect)
+        return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect, growth)
+
+    def _count(self, h: Holder, latest: int, budget: list[int]) -> None:
+        """One more point of a reported holder's growth plot: the graph nodes it keeps now."""
+        w = walk([t.grad_fn for t in h.tensors], min(WALK, budget[0]))
+        budget[0] -= len(w.nodes)
+        n = sum(type(node).__name__ != "AccumulateGrad" for node in w.nodes)
+        self.series[h.name].add(latest, n, truncated=w.truncated)
 
     # ---- wording ---------------------------------------------------------------------------------
     def _finding(self, ctx: RuleContext, h: Holder, v: _Verdict) -> Finding:
@@ -185,9 +204,12 @@ class GraphLeak(Rule):
                 if h.kind == "container" else "each iteration adds a tensor that still has its grad_fn")
         fix = _fix(loc, h.name, v.scalar)
         subject = Subject(h.name, h.kind, _summary(h), _made(h), None)
-        return self.finding(ctx, subject, loc, fix,
-                            {"spans": v.spans, "nodes": nodes, "per": per, "what": what, "fix": fix,
-                             "name": display(h.name, "A variable")})
+        f = self.finding(ctx, subject, loc, fix,
+                         {"spans": v.spans, "nodes": nodes, "per": per, "what": what, "fix": fix,
+                          "name": display(h.name, "A variable")})
+        if v.growth is not None:
+            f.details["growth"] = v.growth.details
+        return f
 
     @staticmethod
     def _where(h: Holder, v: _Verdict) -> SourceLoc:

@@ -9,6 +9,7 @@ import torch
 from ..lookup.names import NameHit, find_name
 from ..events import BackwardCall
 from ..model import Finding, Related
+from .shared.growth import Growth
 from .shared.stale import StaleAnalysis, analyze, site_key, snapshot
 from .base import Rule, display
 from .context import RuleContext
@@ -68,11 +69,17 @@ class RetainGraphGrowth(Rule):
     def __init__(self) -> None:
         self.walked: dict[tuple, tuple[int, int]] = {}  # backward line -> (iteration, nodes walked)
         self.reported: set[tuple] = set()  # backward lines already reported (once is enough)
+        self.series: dict[tuple, Growth] = {}  # reported backward line -> its walked-graph sizes
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         if not event.retain_graph or event.scan is None:
             return None
+        key = site_key(event.site[:1]) if event.site else None
+        before = self.walked.get(key)  # this line's walked size at its previous retained call
         growth = self._growth(event, ctx.iteration)
+        series = self.series.get(key)
+        if series is not None:  # the reported line's graph, one more point for the growth plot
+            series.add(ctx.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
         a = ctx.shared(analyze, event)
         if a.kind != "retained":
             return None  # freed: PyTorch will raise, and GG001/GG003/GG004 say why
@@ -81,6 +88,7 @@ class RetainGraphGrowth(Rule):
             # later iterations may be unrecorded (light mode): the cause would go unnamed
             return None
         self.reported.add(line)
+        series = self._series(line, before, event, ctx.iteration)
         hit, st = self._cause(event, a, ctx)
         subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
                               iteration=st.iteration if st else None)
@@ -100,10 +108,22 @@ class RetainGraphGrowth(Rule):
         if subject.created_at:
             related.append(Related("cause", name, None, subject.created_at, subject.created_in_iteration))
         since = st.iteration if st else (a.mark.iteration if a.mark else "?")
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"stale": len(a.members), "since": since, "growth": growth, "why": why,
-                              "fix": fix, "name": display(name, "the tensor carried over")},
-                             related, graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}", ctx.creation))]
+        f = self.finding(ctx, subject, ctx.loc(event.site), fix,
+                         {"stale": len(a.members), "since": since, "growth": growth, "why": why,
+                          "fix": fix, "name": display(name, "the tensor carried over")},
+                         related, graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}", ctx.creation))
+        f.details["growth"] = series.details
+        return [f]
+
+    def _series(self, line: tuple, before: tuple[int, int] | None, event: BackwardCall,
+                iteration: int) -> Growth:
+        """The growth series of a line being reported: the size its graph had at its previous
+        retained call, and now; later calls of the line add to it (check())."""
+        series = self.series[line] = Growth()
+        if before is not None and before[0] < iteration:
+            series.add(*before)
+        series.add(iteration, len(event.scan.nodes), truncated=event.scan.truncated)
+        return series
 
     def _growth(self, event: BackwardCall, iteration: int) -> str:
         """How the graph this backward line walks changed since its last retained call."""
