@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from typing import Any, Iterable
 
 from ..model import count_severities
+from .growth import growth_svg
 from .text import worst_first
 
 __all__ = ["render_html", "write_html", "page_html", "finding_html", "findings_fragment",
@@ -46,6 +47,7 @@ CSS = """
 .gg .fix{background:#e8f5e9;border:1px solid #c8e6c9;border-radius:4px;padding:.4em .7em;margin:.7em 0}
 .gg .diagram{margin-top:.8em;overflow:auto;border:1px solid #eeeeee;border-radius:4px;padding:.4em;max-height:1400px}
 .gg .diagram svg{max-width:100%;height:auto}
+.gg .growth{margin-top:.7em}.gg .growth svg{border:1px solid #eeeeee;border-radius:4px;max-width:100%;height:auto}
 .gg .note{color:#616161;font-size:.88em}.gg details pre{font-size:.78em;background:#fafafa;padding:.5em;overflow:auto;max-height:30em}
 """
 
@@ -203,7 +205,19 @@ def _section(i: int, f: dict[str, Any], svg: str | None, dot: str | None) -> str
             f'<p class="msg">{_message(f.get("message", ""))}</p>{summary}'
             f'{_source_html(f)}'
             f'<div class="fix"><b>Fix:</b> <code>{_e(f.get("fix", ""))}</code></div>'
-            f'{_diagram_html(f.get("diagram"), svg, dot)}</section>')
+            f'{_growth_html(f)}{_diagram_html(f.get("diagram"), svg, dot)}</section>')
+
+
+def _growth_html(f: dict[str, Any]) -> str:
+    """The growth plot of a finding that recorded one (GG004, GG101, GG102), else nothing."""
+    details = f.get("details")
+    growth = details.get("growth") if isinstance(details, dict) else None
+    if growth is None:
+        return ""
+    name = (f.get("subject") or {}).get("name")
+    title = f'{f.get("code", "")} {name or "the graph"}: graph nodes kept alive per iteration'
+    svg = growth_svg(growth, title)
+    return f'<div class="growth">{svg}</div>' if svg else ""
 
 
 def _summary_table(findings: list[tuple[int, dict]]) -> str:
