@@ -20,6 +20,8 @@ from .context import RuleContext, assigned_name
 from ..events import (BackwardCall, GradRead, GuardExit, InplaceOp, ParamGroupAdded, StepCall)
 from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 from .base import Rule, display
+from .shared.modules import chain_to, is_container, smallest_holder, written_module_name
+from ..lookup.names import python_path
 
 __all__ = ["UnregisteredParameter"]
 
@@ -45,6 +47,12 @@ class _Group:
     leaves: list[Any] = field(default_factory=list)  # weakrefs
     used: bool = False  # a leaf's .grad was read by the user's code
     reported: bool = False
+    # left out of the optimizer although it existed (how == "left-out"): the top module left out,
+    # one optimized leaf the same backward reached (which optimizer), the finding's severity
+    module: Any = None  # weakref
+    trained: Any = None  # weakref
+    severity: str | None = None
+    existed: bool = False
 
 
 def _local_layer(use: Frame) -> tuple[str | None, SourceLoc | None]:
@@ -110,12 +118,20 @@ class UnregisteredParameter(Rule):
     Build layers in `__init__`, wrap tensors in `nn.Parameter`, and build the optimizer after the
     model is complete (or `optimizer.add_param_group(...)` for parts added later).
 
+    It also reports modules that existed when the optimizer was built but are in none of its
+    parameter groups, judged by what the backward does: a backward that trains optimized
+    parameters also reaches this module's parameters, applied to the trained activations (a
+    metric head, a classifier inside the loss module, a projection head): an error; or the one
+    part of a model that a list of per-part parameter groups leaves out: a warning.
+
     ## Known problems
     A part of the model left out of the optimizer on purpose while still requiring grad looks
-    like a forgotten one; graphguard stays quiet when that part already existed, registered,
-    when the optimizer was built, and on models none of whose parameters are trained. Leaves
-    whose `.grad` the user reads, or that are inputs of `torch.autograd.grad`, are not reported;
-    nor is anything when no optimizer is used at all.
+    like a forgotten one. graphguard stays quiet on a feature extractor whose output only feeds
+    the optimized part (freezing by omission, `Adam(model.fc.parameters())`), on a teacher whose
+    output meets the model's only at the loss, and on models none of whose parameters a backward
+    trains; freeze such parts with `requires_grad_(False)` to say so. Leaves whose `.grad` the user
+    reads or writes in place under `no_grad` (an EMA update), or that are inputs of
+    `torch.autograd.grad`, are not reported; nor is anything when no optimizer is used at all.
     """
 
     code = "GG011"
@@ -135,6 +151,7 @@ class UnregisteredParameter(Rule):
         self.cands: WeakIdMap[_Group] = WeakIdMap()  # leaf -> _Group
         self.groups: dict[tuple, _Group] = {}
         self.searches = 0
+        self.opt_sites: WeakIdMap[Site] = WeakIdMap()  # optimizer -> where it was given parameters
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
@@ -146,10 +163,12 @@ class UnregisteredParameter(Rule):
         elif isinstance(event, InplaceOp):
             self._note_birth(event, ctx)
         elif isinstance(event, ParamGroupAdded):
+            if event.optimizer not in self.opt_sites:
+                self.opt_sites[event.optimizer] = event.site
             self._note_models(event.optimizer)
         elif isinstance(event, StepCall):
             self._note_models(event.optimizer)
-            return self._judge(ctx, before=ctx.iteration)
+            return self._judge(ctx, before=ctx.iteration, step=event.site)
         elif isinstance(event, GuardExit):
             return self._judge(ctx, before=None)
         return None
@@ -171,7 +190,10 @@ class UnregisteredParameter(Rule):
         t = event.target
         if event.grad_enabled or ctx.in_optimizer_step() or not isinstance(t, torch.nn.Parameter):
             return
-        if t not in self.born:
+        g = self.cands.get(t)
+        if g is not None:
+            g.used = True  # updated by the user's own code (an EMA teacher, a manual update)
+        elif t not in self.born:
             self.born[t] = event.site
 
     # ---- collecting at each backward ------------------------------------------------------------
@@ -188,37 +210,56 @@ class UnregisteredParameter(Rule):
         if not new:
             return  # the steady state: every leaf already judged (fast lookups only)
         found = []
+        order: _Order | None = None
         for v in new:
             # an optimized leaf stays judged: handed to an optimizer is the end of the story
-            verdict = None if ctx.is_optimized(v) else self._owner_of(v, ctx)
+            if ctx.is_optimized(v):
+                verdict = None
+            else:
+                if order is None:
+                    order = _Order(event.scan, ctx)  # lazy: analyses only when asked
+                verdict = self._owner_of(v, ctx, order)
             if verdict is None:
                 self.checked[v] = True  # optimized, or not a trainable tensor of a trained model
             else:
                 found.append((v, verdict))
         if found:
             sites = self._use_sites(event, {id(v) for v, _ in found})
-            for v, (how, name) in found:
-                self._add(v, how, name, event, ctx, sites.get(id(v)))
+            for v, verdict in found:
+                self._add(v, verdict, event, ctx, sites.get(id(v)), order)
 
-    def _owner_of(self, v: torch.Tensor, ctx: RuleContext) -> tuple[str, str | None] | None:
-        """(how, name) when `v` is meant to be trained but sits outside every optimizer."""
-        if v in self.known or v._backward_hooks or getattr(v, "_post_accumulate_grad_hooks", None):
-            return None  # present when the optimizer was built (left out on purpose), or hooked
+    def _owner_of(self, v: torch.Tensor, ctx: RuleContext, order: "_Order | None"
+                  ) -> tuple[str, str | None, Any] | None:
+        """(how, name, left-out verdict) when `v` is meant to be trained but sits outside every
+        optimizer."""
+        if v._backward_hooks or getattr(v, "_post_accumulate_grad_hooks", None):
+            return None  # its gradient is taken by a hook (an optimizer in backward, DDP-like)
+        known = v in self.known
         is_param = isinstance(v, torch.nn.Parameter)
         if not is_param:
-            if ctx.leaf_used(v) or self.searches >= MAX_SEARCHES:
+            if known or ctx.leaf_used(v) or self.searches >= MAX_SEARCHES:
                 return None
             self.searches += 1  # plain tensors are many (inputs with requires_grad_): bounded
         owner = find_owner(v)
         if owner is not None:
-            # a model none of whose parameters is trained (a teacher, a frozen encoder) is not ours
-            if not any(ctx.is_optimized(p) for p in owner.root.parameters()):
-                return None
-            return ("registered-late" if owner.how == "registered" else owner.how), owner.path
+            trained_root = any(ctx.is_optimized(p) for p in owner.root.parameters())
+            if known or not trained_root:
+                # it existed when the optimizer was built, or belongs to a model nothing of which
+                # is optimized: a part left out of the parameter groups, when the same backward
+                # also trains optimized parameters (else a probe, a teacher, no optimizer here)
+                if owner.how != "registered" or order is None:
+                    return None
+                left = _left_out(v, owner, ctx, order)
+                if left is not None:
+                    left.existed = known
+                return None if left is None else ("left-out", owner.path, left)
+            return ("registered-late" if owner.how == "registered" else owner.how), owner.path, None
+        if known:
+            return None
         if not is_param:
             return None  # a plain tensor outside any module: GG103's business, not ours
         hit = find_name(lambda x: x is v)
-        return ("standalone", hit.name) if hit else ("unnamed", None)
+        return ("standalone", hit.name, None) if hit else ("unnamed", None, None)
 
     @staticmethod
     def _use_sites(event: BackwardCall, ids: set[int]) -> dict[int, Site]:
@@ -239,9 +280,14 @@ class UnregisteredParameter(Rule):
                 out[id(var)] = st.site
         return out
 
-    def _add(self, v: torch.Tensor, how: str, name: str | None, event: BackwardCall, ctx: RuleContext,
-             use: Site | None) -> None:
-        key = ((use[0].file, use[0].line) if use else None, name if use is None else None)
+    def _add(self, v: torch.Tensor, verdict: tuple[str, str | None, Any], event: BackwardCall,
+             ctx: RuleContext, use: Site | None, order: "_Order | None") -> None:
+        how, name, left = verdict
+        if left is not None:
+            # one finding per module left out (its layers are used at several lines)
+            key: tuple = ("left-out", id(left.top))
+        else:
+            key = ((use[0].file, use[0].line) if use else None, name if use is None else None)
         g = self.groups.get(key)
         if g is None and use is None and name is not None:
             # unrecorded iteration (light mode): the same name seen earlier belongs to its group
@@ -259,6 +305,10 @@ class UnregisteredParameter(Rule):
             kind = "parameter" if isinstance(v, torch.nn.Parameter) else "tensor"
             g = self.groups[key] = _Group(name, kind, how, use or event.site, event.site,
                                           ctx.iteration, summarize(v), born)
+            if left is not None:
+                g.module, g.severity, g.existed = weakref.ref(left.top), left.severity, left.existed
+                if order is not None and order.trained is not None:
+                    g.trained = weakref.ref(order.trained)
         # its gradient is meant for an optimizer: one finding (this one), not also GG103's
         # "needless requires_grad", whose fix would be the opposite (supersedes, NOTE [supersedes])
         ctx.claim_leaf(self, v)
@@ -271,7 +321,8 @@ class UnregisteredParameter(Rule):
         self.cands[v] = g
 
     # ---- judging ---------------------------------------------------------------------------------
-    def _judge(self, ctx: RuleContext, before: int | None) -> list[Finding] | None:
+    def _judge(self, ctx: RuleContext, before: int | None, step: Site | None = None
+               ) -> list[Finding] | None:
         if not self.groups or not ctx.any_optimized():
             return None  # no optimizer at all: a manual loop applies gradients itself
         out = []
@@ -283,10 +334,14 @@ class UnregisteredParameter(Rule):
                 g.reported = True  # read by the user, or handed to an optimizer since
                 continue
             g.reported = True
+            if g.how == "left-out" and g.use is g.backward and step:
+                g.use = step  # unrecorded use (light mode): the step that leaves it out
             out.append(self._finding(ctx, g))
         return out
 
     def _finding(self, ctx: RuleContext, g: _Group) -> Finding:
+        if g.how == "left-out":
+            return self._left_out_finding(ctx, g)
         name, kind = self._subject_name(g)
         g.kind = kind
         born = ctx.loc(g.born)
@@ -297,13 +352,77 @@ class UnregisteredParameter(Rule):
             born = born or made
         if born is None and name and g.how in ("attribute", "container") and g.use:
             born = _attribute_made(g.use[0].file, name)
+        alive = [v for v in (r() for r in g.leaves) if v is not None]
+        if born is None and alive:
+            born = ctx.origin(alive[-1])  # the line that builds its layer, read in the source
         subject = Subject(name, kind, g.summary, born, g.iteration)
         why, fix = self._explain(g, name, ctx)
         backward = ctx.loc(g.backward)
         related = [Related("reached-by", None, "backward", backward, g.iteration)]
+        if len(g.joined) > 1 or g.how == "unnamed":
+            related += ctx.fix_at(born, name, "layer built in forward")  # build it in __init__
         return self.finding(ctx, subject, ctx.loc(g.use), fix,
                             {"backward_line": backward.line if backward else "?", "why": why,
                              "fix": fix, "name": display(name, "A trainable tensor")}, related)
+
+    def _left_out_finding(self, ctx: RuleContext, g: _Group) -> Finding:
+        """A module that existed when the optimizer was built (or whose model nothing else of is
+        optimized), reached by a backward that trains the optimized parameters, left out of every
+        parameter group: named as the user wrote it where it was built; fix at the optimizer."""
+        top = g.module() if g.module is not None else None
+        leaves = [v for v in (r() for r in g.leaves) if v is not None]
+        path_name, _ = self._subject_name(g)
+        name, made = path_name, None
+        if top is not None and leaves:
+            path, m = smallest_holder(top, leaves)
+            parent = None
+            while path:
+                up = path.rsplit(".", 1)[0] if "." in path else ""
+                parent = top.get_submodule(up) if up else top
+                if not is_container(parent) or any(ctx.is_optimized(q) for q in parent.parameters()):
+                    break
+                path, m, parent = up, parent, None  # a layer built inline: name the container
+            written, made = written_module_name(m, parent)
+            if written is not None:
+                name = written
+            elif path_name is not None and path:
+                # the path as the user writes it, down to the module (not one of its tensors)
+                root_path = path_name.split(".")[0]
+                name = python_path(root_path, path) if g.names and "." in g.names[0] else path_name
+        opt, opt_name, opt_site = self._optimizer_of(ctx, g)
+        subject = Subject(name, "module", g.summary, made or ctx.loc(g.born), g.iteration)
+        what = name or "the module"
+        why = (f" (it is in none of {opt_name}'s parameter groups" +
+               (", although it existed when the optimizer was built)" if g.existed else ")"))
+        fix = (f"give it to the optimizer: list {what}.parameters() where {opt_name} is built, or "
+               f"{opt_name}.add_param_group({{'params': {what}.parameters()}}); to leave it "
+               f"untrained on purpose, freeze it: {what}.requires_grad_(False)")
+        backward = ctx.loc(g.backward)
+        related = [Related("reached-by", None, "backward", backward, g.iteration)]
+        related += ctx.fix_at(opt_site, opt_name, "optimizer")
+        return self.finding(ctx, subject, ctx.loc(g.use), fix,
+                            {"backward_line": backward.line if backward else "?", "why": why,
+                             "fix": fix, "name": display(name, "A module")}, related,
+                            severity=g.severity)
+
+    def _optimizer_of(self, ctx: RuleContext, g: _Group) -> tuple[Any, str, Site | None]:
+        """The optimizer that holds the parameters the group's backward trained: (optimizer, its
+        name, where it was given its parameters)."""
+        trained = g.trained() if g.trained is not None else None
+        found = None
+        for ref, site in list(self.opt_sites.entries.values()):
+            opt = ref()
+            if opt is None:
+                continue
+            if found is None:
+                found = (opt, site)
+            if trained is not None and any(p is trained for grp in opt.param_groups for p in grp["params"]):
+                found = (opt, site)
+                break
+        if found is None:
+            return None, "the optimizer", None
+        hit = ctx.name_of(found[0])
+        return found[0], hit.name if hit else "the optimizer", found[1]
 
     @staticmethod
     def _subject_name(g: _Group) -> tuple[str | None, str]:
@@ -347,3 +466,129 @@ class UnregisteredParameter(Rule):
                 f"build the optimizer after the model is complete, or "
                 f"{opt}.add_param_group({{'params': {params}}})")
 
+
+
+class _Order:
+    """How the leaves one backward reached sit relative to the optimized ones: for a leaf, whether
+    it joins the trained part of the graph as a weight (the op where its gradient path first meets
+    an optimized parameter's takes it through a branch that holds no other leaf: its module is
+    applied to trained activations) or as a part with a history of its own (a feature extractor
+    feeding the trained part, a teacher whose output meets the model's only at the loss).
+    Built lazily, at most once per backward, and only for a leaf that may have been left out."""
+
+    def __init__(self, scan: Any, ctx: RuleContext) -> None:
+        self._scan = scan
+        self._ctx = ctx
+        self.trained: torch.Tensor | None = None  # one optimized leaf reached
+        self._index: dict[int, int] | None = None
+        self._deps: list[bool] = []
+
+    def _build(self) -> None:
+        nodes = self._scan.nodes
+        self._index = {id(n): i for i, n in enumerate(nodes)}
+        index = self._index
+        children = [[index[id(c)] for c, _ in getattr(n, "next_functions", ()) if c is not None
+                     and id(c) in index] for n in nodes]
+        deps = [False] * len(nodes)
+        for i in self._scan.leaf_index:
+            v = getattr(nodes[i], "variable", None)
+            if v is not None and self._ctx.is_optimized(v):
+                deps[i] = True
+                if self.trained is None:
+                    self.trained = v
+        # propagate "its output depends on an optimized leaf" up the DAG (children before parents)
+        state = [0] * len(nodes)
+        for start in range(len(nodes)):
+            if state[start]:
+                continue
+            stack = [start]
+            while stack:
+                i = stack[-1]
+                if state[i] == 0:
+                    state[i] = 1
+                    stack.extend(c for c in children[i] if state[c] == 0)
+                else:
+                    stack.pop()
+                    if state[i] == 1:
+                        state[i] = 2
+                        if not deps[i]:
+                            deps[i] = any(deps[c] for c in children[i])
+        self._deps, self._children = deps, children
+
+    def joins_as_weight(self, v: torch.Tensor) -> bool | None:
+        """True: `v` enters the trained part through a branch of its own (a weight applied to
+        trained activations); False: through a branch with other leaves; None: not connected to
+        the trained part (or not found)."""
+        if self._index is None:
+            self._build()
+        nodes, parent = self._scan.nodes, self._scan.walk.parent
+        at = next((i for i in self._scan.leaf_index if getattr(nodes[i], "variable", None) is v), None)
+        if at is None or self.trained is None:
+            return None
+        below, i = at, parent[at]
+        while i >= 0 and not self._deps[i]:
+            below, i = i, parent[i]
+        if i < 0:
+            return None
+        # leaves in the branch `below` (stop at two)
+        seen, stack, leaves = {below}, [below], 0
+        while stack and leaves < 2:
+            j = stack.pop()
+            if j in self._scan.leaf_index:
+                leaves += 1
+            for c in self._children[j]:
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return leaves < 2
+
+    def has_trained(self) -> bool:
+        if self._index is None:
+            self._build()
+        return self.trained is not None
+
+
+@dataclass
+class _LeftOut:
+    top: Any  # the outermost module left out (a child of the trained model, or its own model)
+    severity: str
+    existed: bool = False  # registered when the optimizer was built
+
+
+def _left_out(v: torch.Tensor, owner: Any, ctx: RuleContext, order: _Order) -> _LeftOut | None:
+    """Whether `v`, a registered parameter no optimizer holds, belongs to a module left out of the
+    parameter groups by mistake. The backward that reached it must also train optimized
+    parameters. A module applied to trained activations (a head, a metric layer, a loss with
+    weights) is an error. One whose output only feeds the trained part (a feature extractor) or
+    meets it at the loss (a teacher run with grad on) is what freezing by omission looks like,
+    left alone, unless the optimizer lists every other part of the same
+    model but this one (a gap in a list of parameter groups): a warning."""
+    if not order.has_trained():
+        return None
+    chain = chain_to(owner.root, v)
+    if chain is None:
+        return None
+    par = None
+    for i, m in enumerate(chain.modules):
+        if any(ctx.is_optimized(q) for q in m.parameters()):
+            par = i
+    if par is not None and par == len(chain.modules) - 1:
+        return None  # its own module is partly optimized: a tensor left out on purpose
+    top = chain.modules[0 if par is None else par + 1]
+    joins = order.joins_as_weight(v)
+    if joins is None:
+        return None
+    if joins:
+        return _LeftOut(top, "error")
+    if par is None:
+        return None
+    covered = left = 0
+    for child in chain.modules[par].children():
+        ps = [q for q in child.parameters() if q.requires_grad]
+        if not ps:
+            continue
+        if all(ctx.is_optimized(q) for q in ps):
+            covered += 1
+        elif child is not top:
+            left += 1
+    return _LeftOut(top, "warning") if covered >= 2 and left == 0 else None
