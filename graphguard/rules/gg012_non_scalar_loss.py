@@ -5,7 +5,10 @@ from __future__ import annotations
 import torch
 
 from ..events import BackwardCall
-from ..model import Finding
+from ..lookup.names import resolve
+from ..lookup.origins import origin_of_name
+from ..lookup.returns import backward_receiver_callee, return_lines
+from ..model import Finding, Related, Subject
 from .base import Rule, display
 from .context import RuleContext
 
@@ -58,9 +61,17 @@ class NonScalarLoss(Rule):
             if given is not None or root.numel() == 1:
                 continue
             subject = ctx.subject(root)
+            related = self._where_made(ctx, event, root, subject)
+            if subject.name is None and related and related[0].role == "made-at":
+                # `self.criterion_rank(a, b, y).backward()`: the callable is what the user wrote
+                # (made where it is built, when no op of the loss was recorded)
+                built = related.pop(0)
+                subject = Subject(built.name, "call", subject.summary,
+                                  subject.created_at or built.location, subject.created_in_iteration)
+                related = [Related(r.role, r.name or built.name, r.op, r.location, r.iteration) for r in related]
             name = subject.name
             shape = f"[{', '.join(str(s) for s in root.shape)}]"
-            base = name or "the loss"
+            base = f"{name}(...)" if subject.kind == "call" else name or "the loss"
             if event.api == "grad":
                 call = "torch.autograd.grad"
                 fix = (f"torch.autograd.grad({base}.sum(), ...), or pass "
@@ -71,5 +82,37 @@ class NonScalarLoss(Rule):
                        f"gradient=torch.ones_like({base}) to weight every element")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
                                     {"shape": shape, "call": call, "fix": fix,
-                                     "name": display(name, "The loss")}))
+                                     "name": display(base if subject.kind == "call" else name, "The loss")},
+                                    related))
         return out
+
+    @staticmethod
+    def _where_made(ctx: RuleContext, event: BackwardCall, root: torch.Tensor,
+                    subject: Subject) -> list[Related]:
+        """`fix-at` the line that computed the unreduced value: where the loss was made inside
+        the forward or helper that returned it (`loss = start_loss + end_loss`), else the
+        `return` of the loss callable the backward line calls (`self.criterion_rank(...)`),
+        with that callable's construction line."""
+        out: list[Related] = []
+        made = ctx.creation(root)
+        if made is not None and made[0]:
+            inner = ctx.loc(made[0][:1])
+            if inner is not None:
+                out += ctx.fix_at(inner, subject.name, "reduce to a scalar (.mean() / .sum())")
+        frame = event.site[0] if event.site else None
+        callee = backward_receiver_callee(frame) if frame is not None and subject.name is None else None
+        if callee is None:
+            return out
+        hit = resolve(callee, ctx.frames())
+        found: list[Related] = []  # "made-at" is popped by `check`: it never reaches the report
+        if hit is not None:
+            returns = return_lines(hit.value)
+            if returns and not out:
+                found += ctx.fix_at(returns[-1], callee, "reduce to a scalar (.mean() / .sum())")
+            try:
+                built = origin_of_name(callee, hit.frame, None)
+            except Exception:  # wording only
+                built = None
+            found.append(Related("made-at", callee, "loss callable", built))
+        # the callable's building line first (the subject's name and creation line), then the fixes
+        return [r for r in found if r.role == "made-at"] + [r for r in found if r.role != "made-at"] + out
