@@ -109,9 +109,10 @@ class GraphLeak(Rule):
         self.checked_at = it
         budget = [BUDGET]
         out = []
+        grown: list[Holder] = []  # reported holders whose growth plot gets a point
         for h in find_holders():
-            if h.name in self.series and budget[0] > 0 and not self.series[h.name].stopped:
-                self._count(h, it - 1, budget)
+            if h.name in self.series and not self.series[h.name].stopped:
+                grown.append(h)
             if h.name in self.reported or budget[0] <= 0 or ctx.superseded(self, name=h.name):
                 continue
             v = self._judge(h, ctx, it, budget)
@@ -127,6 +128,9 @@ class GraphLeak(Rule):
                 self.follow[h.name] = FOLLOW_UPS if left is None or due else max(0, left - 1)
             else:
                 self.follow.pop(h.name, None)
+        for h in grown:  # with what is left of the budget: judging the others comes first; a
+            if budget[0] >= WALK:  # whole walk, so that a cut walk means a graph past WALK
+                self._count(h, it - 1, budget)
         return out
 
     def _judge(self, h: Holder, ctx: RuleContext, it: int, budget: list[int]) -> _Verdict | None:
@@ -190,7 +194,7 @@ class GraphLeak(Rule):
 
     def _count(self, h: Holder, latest: int, budget: list[int]) -> None:
         """One more point of a reported holder's growth plot: the graph nodes it keeps now."""
-        w = walk([t.grad_fn for t in h.tensors], min(WALK, budget[0]))
+        w = walk([t.grad_fn for t in h.tensors], WALK)
         budget[0] -= len(w.nodes)
         n = sum(type(node).__name__ != "AccumulateGrad" for node in w.nodes)
         self.series[h.name].add(latest, n, truncated=w.truncated)
