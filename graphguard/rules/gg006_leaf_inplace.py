@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from ..lookup.names import resolve
+
 from ..events import InplaceOp
 from ..model import Finding
 from .shared.inplace import describe_inplace, line_code, line_stmt, out_of_place, written_name
@@ -85,15 +87,24 @@ class LeafInplace(Rule):
         hit = ctx.name_of(leaf)
         frame = event.site[0] if event.site else None
         subject = ctx.subject(leaf, hit=hit)
+        written = written_name(frame)
         if subject.name is None:
             # no live variable holds it (a temporary view): the name written on the line
-            subject = replace(subject, name=written_name(frame))
+            subject = replace(subject, name=written)
+        elif written and not written.isidentifier() and written != subject.name \
+                and _written_is(written, leaf, subject.name, ctx):
+            # the name as written on the offending line (`cconv.weight`, `...layer[layer]...`)
+            # over the canonical module path, which stays in the summary; a bare loop variable
+            # (`for p in model.parameters(): p.add_(...)`) says less than the path, which wins
+            subject = replace(subject, name=written, summary=f"{subject.name}: {subject.summary}")
         name = subject.name
         fix = self._fix(ctx, leaf, name, frame)
+        # the fix goes on the offending line itself (under torch.no_grad(), or out of place)
+        related = ctx.fix_at(ctx.loc(event.site), name, "torch.no_grad()")
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"op": describe_inplace(event.func, frame), "line": frame.line if frame else "?",
                               "what": "it" if event.target is leaf else "a part of it",
-                              "fix": fix, "name": display(name, "A leaf tensor")})]
+                              "fix": fix, "name": display(name, "A leaf tensor")}, related)]
 
     @staticmethod
     def _fix(ctx: RuleContext, leaf: torch.Tensor, name: str | None, frame: Any) -> str:
@@ -112,3 +123,13 @@ class LeafInplace(Rule):
         return (f"If it updates {display(name, 'the tensor')}, wrap it in torch.no_grad(): {code}; "
                 "if it is part of the computation, compute a new tensor instead (clone() first)")
 
+
+def _written_is(written: str, leaf: torch.Tensor, canonical: str, ctx: RuleContext) -> bool:
+    """Whether the expression written on the line holds `leaf`: it evaluates to it in the user's
+    frames, or (subscripted by a variable, `layer[layer]`, which is not evaluated) it ends in the
+    same attribute path as the canonical name."""
+    hit = resolve(written, ctx.frames())
+    if hit is not None:
+        return hit.value is leaf
+    tail = written.rsplit("]", 1)[-1]
+    return bool(tail) and tail.startswith(".") and canonical.endswith(tail)
