@@ -185,6 +185,8 @@ def _cmd_run(args: Any) -> int:
     guard = GraphGuard(mode=args.mode, select=_codes(args.select), ignore=_codes(args.ignore),
                        record_iterations=args.record_iterations, max_steps=args.max_steps)
     status, exc, script_rc = "ok", None, 0
+    unfollow, run_dir = _follow_processes(args, target)
+    pending_tb: BaseException | None = None  # printed once the workers' reports are read
     old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
     sys.argv = [target, *script_args]
     if args.module is None:
@@ -214,26 +216,44 @@ def _cmd_run(args: Any) -> int:
         from .errors import GraphMisuseError
 
         if not isinstance(e, GraphMisuseError):
-            _print_user_traceback(e)
+            pending_tb = e
     finally:
         sys.argv = old_argv
         if args.module is None and sys.path and sys.path[0] == os.path.dirname(os.path.abspath(args.script)):
             sys.path.pop(0)
-    _write_outputs(guard, args, target, status, exc)
+        if unfollow is not None:
+            unfollow()
+    parts = _partial_reports(run_dir)
+    if pending_tb is not None:
+        _print_user_traceback(pending_tb, parts)
+    _write_outputs(guard, args, target, status, exc, parts)
     findings = guard.findings
+    theirs = _process_findings(parts)
+    everything = findings + [f for _, fs in theirs for f in fs]
     try:
         if getattr(args, "format", "text") != "text":
             from .report.render import render_saved
 
-            sys.stderr.write(render_saved({"run": {"target": target},
-                                           "findings": [f.to_dict() for f in findings]}, args.format))
+            dicts = [f.to_dict() for f in findings]
+            dicts += [dict(d, process=p["process"].get("pid"), rank=p["process"].get("rank"))
+                      for p in parts for d in p["findings"]]
+            sys.stderr.write(render_saved({"run": {"target": target}, "findings": dicts}, args.format))
+        elif theirs and not findings and all(not fs for _, fs in theirs):
+            sys.stderr.write(render_findings([]))
         else:
-            sys.stderr.write(render_findings(findings))
+            if findings or not theirs:
+                sys.stderr.write(render_findings(findings))
+            for proc, fs in theirs:
+                if fs:
+                    sys.stderr.write(f"\n{_process_label(proc)}" + render_findings(fs))
     except Exception as err:  # a wording bug must not hide the result
         sys.stderr.write(f"graphguard: error: cannot word the findings ({type(err).__name__}: {err}); "
-                         f"codes: {', '.join(f.code for f in findings)}\n")
+                         f"codes: {', '.join(f.code for f in everything)}\n")
     rank = _rank()  # ranks write to one terminal: say whose summary this is
-    sys.stderr.write((f"[rank {rank}] " if rank is not None else "") + render_summary_line(findings) + "\n")
+    followed = f" ({len(parts) + 1} processes)" if parts else ""
+    sys.stderr.write((f"[rank {rank}] " if rank is not None else "") + render_summary_line(everything)
+                     + followed + "\n")
+    findings = everything
     if script_rc:
         return script_rc
     level = _FAIL_LEVELS[args.fail_on]
@@ -270,14 +290,92 @@ def _user_frames(e: BaseException) -> list[Any]:
     return user_traceback(e)
 
 
-def _print_user_traceback(e: BaseException) -> None:
-    """The script's traceback, without the frames of graphguard, torch and runpy."""
+def _follow_processes(args: Any, target: str) -> tuple[Any, str | None]:
+    """Follow the processes the program starts (graphguard/processes.py): the undo and the
+    directory their partial reports go to (`<report-dir>/processes/`), or (None, None) when
+    following cannot be set up (the program then runs as before, its processes unguarded)."""
+    from .processes import FollowSettings, follow
+
+    run_dir = os.path.abspath(os.path.join(_per_rank(args.report_dir, _rank(), is_dir=True), "processes"))
+    settings = FollowSettings(run_dir=run_dir, target=os.path.abspath(args.script) if args.script
+                              and not args.module else target, mode=args.mode,
+                              select=tuple(_codes(args.select)), ignore=tuple(_codes(args.ignore)),
+                              record_iterations=args.record_iterations, max_steps=args.max_steps,
+                              diagrams=not args.no_diagrams)
+    try:
+        return follow(settings), run_dir
+    except Exception as err:
+        print(f"graphguard: started processes will not be guarded ({type(err).__name__}: {err})",
+              file=sys.stderr)
+        return None, None
+
+
+def _partial_reports(run_dir: str | None) -> list[dict[str, Any]]:
+    from .processes import read_partial_reports
+
+    return read_partial_reports(run_dir) if run_dir else []
+
+
+def _process_findings(parts: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[Any]]]:
+    """Each followed process (its `process` block) with its findings read back as Finding objects."""
+    from .model import Finding
+
+    out = []
+    for p in parts:
+        fs = []
+        for d in p["findings"]:
+            try:
+                fs.append(Finding.from_dict(d))
+            except Exception:  # a damaged entry: the others still count
+                pass
+        out.append((p["process"], fs))
+    return out
+
+
+def _process_label(proc: dict[str, Any]) -> str:
+    """`[rank 0, pid 4242, __mp_main__.train]`: whose findings follow."""
+    bits = [f"rank {proc['rank']}"] if proc.get("rank") is not None else []
+    bits.append(f"pid {proc.get('pid')}")
+    if proc.get("function"):
+        bits.append(str(proc["function"]))
+    return f"[{', '.join(bits)}]"
+
+
+def _print_user_traceback(e: BaseException, parts: list[dict[str, Any]] | None = None) -> None:
+    """The script's traceback, without the frames of graphguard, torch and runpy. When a worker
+    stopped at a finding (torch's ProcessRaisedException carries its traceback as text), one line:
+    the finding itself is printed below."""
     import traceback
 
+    pid = getattr(e, "error_pid", None)
+    for p in parts or ():
+        exc = (p.get("run") or {}).get("exception") or {}
+        if pid is not None and p["process"].get("pid") == pid and exc.get("type") == "GraphMisuseError":
+            sys.stderr.write(f"graphguard: {type(e).__name__}: {_process_label(p['process'])} stopped "
+                             f"at a finding (below)\n")
+            return
     frames = _user_frames(e)
     sys.stderr.write("Traceback (most recent call last, graphguard and torch frames hidden):\n")
     sys.stderr.write("".join(traceback.format_list(frames)))
-    sys.stderr.write("".join(traceback.format_exception_only(type(e), e)))
+    last = "".join(traceback.format_exception_only(type(e), e))
+    if pid is not None:  # a worker's traceback, as text: without graphguard's frames
+        last = _without_own_frames(last)
+    sys.stderr.write(last)
+
+
+def _without_own_frames(text: str) -> str:
+    """A formatted traceback without the frames in graphguard's package (each frame is its
+    `  File "...", line N` line and the more indented lines below it)."""
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith('  File "'):
+            skipping = line[len('  File "'):].startswith(own)
+        elif skipping and not line.startswith("    "):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "".join(out)
 
 
 def _rank() -> str | None:
@@ -337,15 +435,25 @@ def _build_report(guard: Any, target: str, status: str, exc: BaseException | Non
         guard.findings = everything
 
 
-def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None) -> None:
-    """JSON, HTML and diagrams; a failure here is reported, never raised over the user's result."""
+def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None,
+                   parts: list[dict[str, Any]] | None = None) -> None:
+    """JSON, HTML and diagrams; a failure here is reported, never raised over the user's result.
+    `parts`: the partial reports of the processes the program started, merged in."""
     rank = _rank()
+
+    def merged(report: dict[str, Any] | None) -> dict[str, Any] | None:
+        if report is None or not parts:
+            return report
+        from .report.json_report import merge_processes
+
+        return merge_processes(report, parts, os.getpid(), int(rank) if rank is not None and rank.isdigit() else rank)
+
     report_dir = _per_rank(args.report_dir, rank, is_dir=True)
     json_path = _per_rank(args.json, rank) if args.json else None
     if json_path and not args.no_diagrams:
         # JSON first, without diagram paths: rendering may take seconds, and a launcher stops
         # the other ranks as soon as one fails (torchrun: SIGTERM within 0.1 s).
-        early = _build_report(guard, target, status, exc, quiet=True)
+        early = merged(_build_report(guard, target, status, exc, quiet=True))
         if early is not None:
             _dump_json(early, json_path)
     try:
@@ -357,7 +465,7 @@ def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseExc
         pass
     except Exception as err:  # diagrams are a bonus: never fail the run for them
         print(f"graphguard: diagrams skipped ({type(err).__name__}: {err})", file=sys.stderr)
-    report = _build_report(guard, target, status, exc)
+    report = merged(_build_report(guard, target, status, exc))
     if report is None:
         return
     if json_path:

@@ -10,7 +10,7 @@ from .._version import __version__
 from ..errors import GraphGuardUsageError
 from ..model import Finding, RunRecord, relpath
 
-__all__ = ["build_report", "load_report", "SCHEMA_VERSION"]
+__all__ = ["build_report", "load_report", "merge_processes", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
@@ -50,3 +50,35 @@ def load_report(path: str) -> dict[str, Any]:
         raise GraphGuardUsageError(
             f"{path} has schema_version {data.get('schema_version')!r}; this graphguard reads {SCHEMA_VERSION}")
     return data
+
+
+def merge_processes(report: dict[str, Any], parts: Iterable[dict[str, Any]],
+                    pid: int, rank: int | str | None = None) -> dict[str, Any]:
+    """The run's report with the partial reports of the processes it started (`graphguard run`
+    follows spawned, forkserver and forked processes): every finding gains `process` (the pid that
+    found it) and `rank`, and `processes` lists each process's run block, the parent's first.
+    Without parts the report is returned unchanged."""
+    parts = list(parts)
+    if not parts:
+        return report
+    run = report.get("run") or {}
+    processes = [{"pid": pid, "rank": rank, "name": "MainProcess", "function": None,
+                  "status": run.get("status"), "exception": run.get("exception"),
+                  "iterations": run.get("iterations"), "backward_calls": run.get("backward_calls"),
+                  "findings": len(report.get("findings", []))}]
+    findings = [dict(f, process=pid, rank=rank) for f in report.get("findings", [])]
+
+    def order(part: dict[str, Any]) -> tuple[Any, ...]:
+        p = part["process"]
+        r = p.get("rank")
+        return (r is None, str(type(r)), r if r is not None else 0, p.get("pid", 0))
+
+    for part in sorted(parts, key=order):
+        proc, prun = part["process"], part.get("run") or {}
+        own = part.get("findings", [])
+        processes.append({"pid": proc.get("pid"), "rank": proc.get("rank"), "name": proc.get("name"),
+                          "function": proc.get("function"), "status": prun.get("status"),
+                          "exception": prun.get("exception"), "iterations": prun.get("iterations"),
+                          "backward_calls": prun.get("backward_calls"), "findings": len(own)})
+        findings += [dict(f, process=proc.get("pid"), rank=proc.get("rank")) for f in own]
+    return dict(report, findings=findings, processes=processes)

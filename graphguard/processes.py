@@ -1,0 +1,361 @@
+"""`graphguard run` follows the processes the program starts.
+
+multiprocessing's spawn and forkserver start methods (and `torch.multiprocessing.spawn` /
+`start_processes`, built on them) start a fresh interpreter that knows nothing of the parent's
+guard. The way coverage.py measures such processes: the parent adds one object to the
+*preparation data* every spawned or forkserver child unpickles before anything else
+(`multiprocessing.spawn._main`: preparation data, `prepare()`, then the process object). Unpickling
+that object imports this module in the child and installs two patches there:
+
+- `multiprocessing.spawn.get_preparation_data` adds the same object for the child's own children;
+- `BaseProcess._bootstrap` wraps the process's `run()` in a `GraphGuard` of the run's options, and
+  writes that guard's partial report (`<run dir>/<pid>.json`) when `run()` returns or raises (a
+  forkserver child leaves with `os._exit`, so atexit is too late), or when SIGTERM arrives
+  (torch's `ProcessContext.join` terminates the other workers as soon as one fails).
+
+The fork start method needs no stowaway: a forked child inherits the parent's patched
+`_bootstrap`, and gets its own guard and report the same way (the guards it inherited are dormant
+there, `guard.py`'s at-fork hook). DataLoader workers (their target is torch's worker loop), and
+processes in which torch was never imported, are left alone: no guard, no report.
+
+The parent reads the partial reports when the program ends and merges them into the run's report
+(`report.json_report.merge_processes`).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import signal
+import sys
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+__all__ = ["FollowSettings", "follow", "read_partial_reports", "PARTIAL_SUFFIX"]
+
+PARTIAL_SUFFIX = ".json"
+# the key of the preparation data our object rides under (multiprocessing ignores keys it does not know)
+_KEY = "graphguard"
+
+
+@dataclass(frozen=True)
+class FollowSettings:
+    """What a followed process needs to guard itself like the parent: the run's options, and where
+    its partial report goes. Paths are absolute (a child may change directory before it ends)."""
+
+    run_dir: str  # <pid>.json of every followed process
+    target: str | None  # the run's script or module, the `run.target` of each partial report
+    mode: str = "raise"
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    record_iterations: int | None = 2
+    max_steps: int | None = None
+    diagrams: bool = True  # each process's diagrams go to <run_dir>/<pid>/graphs/
+    parent_pid: int = field(default_factory=os.getpid)
+
+
+# This process's settings: set in the parent by follow(), in a child when the stowaway arrives.
+_SETTINGS: FollowSettings | None = None
+_PATCHED: dict[str, Any] = {}  # name -> the original we replaced, to undo in the parent
+
+
+class _Stowaway:
+    """The object in the preparation data. Unpickled in the child before its process object:
+    `_arrive` installs the patches there."""
+
+    def __init__(self, settings: FollowSettings) -> None:
+        self.settings = settings
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_arrive, (asdict(self.settings),))
+
+
+def _arrive(state: dict[str, Any]) -> _Stowaway:
+    """Run in a spawned or forkserver child while it unpickles its preparation data."""
+    state = dict(state, select=tuple(state.get("select", ())), ignore=tuple(state.get("ignore", ())))
+    settings = FollowSettings(**state)
+    try:
+        _install(settings)
+    except Exception:  # never stop the user's process for graphguard's sake: it runs unguarded
+        pass
+    return _Stowaway(settings)
+
+
+def follow(settings: FollowSettings) -> Callable[[], None]:
+    """Follow the processes started from now on (the parent's side of `graphguard run`): clears
+    old partial reports (and their diagrams) from `settings.run_dir`; returns the undo."""
+    # made by the first followed process that writes: a run without any leaves no folder
+    for name in os.listdir(settings.run_dir) if os.path.isdir(settings.run_dir) else ():
+        # a previous run's processes are not this run's
+        path = os.path.join(settings.run_dir, name)
+        stem = name.split(".")[0]
+        if not stem.isdigit():  # only what followed processes write: <pid>.json, <pid>/graphs
+            continue
+        try:
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+        except OSError:
+            pass
+    _install(settings)
+    return _uninstall
+
+
+def _install(settings: FollowSettings) -> None:
+    global _SETTINGS
+    _SETTINGS = settings
+    import multiprocessing.process
+    import multiprocessing.spawn
+
+    if "get_preparation_data" not in _PATCHED:
+        orig = multiprocessing.spawn.get_preparation_data
+        _PATCHED["get_preparation_data"] = orig
+        multiprocessing.spawn.get_preparation_data = _with_stowaway(orig)
+    if "_bootstrap" not in _PATCHED:
+        orig_boot = multiprocessing.process.BaseProcess._bootstrap
+        _PATCHED["_bootstrap"] = orig_boot
+        multiprocessing.process.BaseProcess._bootstrap = _guarded_bootstrap(orig_boot)  # type: ignore[method-assign]
+
+
+def _uninstall() -> None:
+    global _SETTINGS
+    import multiprocessing.process
+    import multiprocessing.spawn
+
+    _SETTINGS = None
+    if "get_preparation_data" in _PATCHED:
+        multiprocessing.spawn.get_preparation_data = _PATCHED.pop("get_preparation_data")
+    if "_bootstrap" in _PATCHED:
+        multiprocessing.process.BaseProcess._bootstrap = _PATCHED.pop("_bootstrap")  # type: ignore[method-assign]
+
+
+def _with_stowaway(orig: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    @functools.wraps(orig)
+    def get_preparation_data(name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        data = orig(name, *args, **kwargs)
+        if _SETTINGS is not None:
+            data[_KEY] = _Stowaway(_SETTINGS)
+        return data
+
+    return get_preparation_data
+
+
+def _guarded_bootstrap(orig: Callable[..., int]) -> Callable[..., int]:
+    @functools.wraps(orig)
+    def _bootstrap(self: Any, *args: Any, **kwargs: Any) -> int:
+        settings = _SETTINGS
+        try:
+            if settings is not None and os.getpid() != settings.parent_pid and _worth_guarding(self):
+                run = self.run  # bound: a subclass's own run() too
+                self.run = functools.partial(_guarded_run, run, self, settings)
+        except Exception:
+            pass
+        return orig(self, *args, **kwargs)
+
+    return _bootstrap
+
+
+def _worth_guarding(proc: Any) -> bool:
+    """Not a DataLoader worker (dormant, as in-process: a finding there would kill the worker and
+    its report is never read), and torch is loaded (nothing to watch otherwise; importing torch
+    for the guard alone would cost a process seconds)."""
+    if "torch" not in sys.modules:
+        return False
+    target = getattr(proc, "_target", None)
+    module = getattr(target, "__module__", None) or ""
+    return not module.startswith("torch.utils.data")
+
+
+@dataclass
+class _Identity:
+    """Who a followed process is, for its report's `process` block."""
+
+    pid: int
+    rank: int | str | None
+    name: str
+    function: str | None
+
+
+class _Caught:
+    """Wraps torch spawn's `fn` to see the worker's own exception: torch's `_wrap` catches it,
+    writes the traceback for the parent and exits with status 1, so run() only sees SystemExit."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.exc: BaseException | None = None
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.fn(*args, **kwargs)
+        except BaseException as e:
+            self.exc = e
+            raise
+
+
+def _torch_spawn_args(proc: Any) -> tuple[Any, ...] | None:
+    """The arguments `(fn, index, args, error_file)` when the process runs torch's spawn wrapper."""
+    target = getattr(proc, "_target", None)
+    args = getattr(proc, "_args", None)
+    if getattr(target, "__module__", None) == "torch.multiprocessing.spawn" \
+            and getattr(target, "__name__", None) == "_wrap" and isinstance(args, tuple) and len(args) >= 2:
+        return args
+    return None
+
+
+def _rank_from_env() -> int | str | None:
+    for var in ("RANK", "LOCAL_RANK"):
+        value = os.environ.get(var)
+        if value is not None:
+            return int(value) if value.strip().isdigit() else value
+    return None
+
+
+def _function_name(fn: Any) -> str | None:
+    if fn is None:
+        return None
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return f"{getattr(fn, '__module__', '?')}.{name}" if name else None
+
+
+def _guarded_run(run: Callable[[], None], proc: Any, settings: FollowSettings) -> None:
+    """`proc.run()` inside a guard of the run's options; the partial report is written however it ends."""
+    try:
+        from .guard import GraphGuard
+        from .errors import GraphMisuseError  # noqa: F401 - loaded before any finding is raised
+
+        guard = GraphGuard(mode=settings.mode, select=settings.select, ignore=settings.ignore,
+                           record_iterations=settings.record_iterations, max_steps=settings.max_steps)
+    except Exception:  # graphguard cannot guard here: the process runs as without it
+        run()
+        return
+    spawn_args = _torch_spawn_args(proc)
+    caught = None
+    if spawn_args is not None:
+        caught = _Caught(spawn_args[0])
+        proc._args = (caught, *spawn_args[1:])
+        rank: int | str | None = spawn_args[1]
+        function = _function_name(spawn_args[0])
+    else:
+        rank = None
+        function = _function_name(getattr(proc, "_target", None)) or _function_name(run)
+    ident = _Identity(os.getpid(), rank, str(getattr(proc, "name", "")), function)
+    done = threading.Event()
+
+    def write(status: str, exc: BaseException | None) -> None:
+        if not done.is_set():
+            done.set()
+            _write_partial(guard, settings, ident, status, exc)
+
+    restore = _on_sigterm(lambda: write("terminated", None))
+    status, exc = "ok", None
+    try:
+        with guard:
+            run()
+    except SystemExit as e:
+        status = "exited"
+        code = e.code
+        failed = code not in (None, 0)
+        exc = (caught.exc if caught is not None and caught.exc is not None else e) if failed else None
+        if failed and caught is not None and caught.exc is not None:
+            status = "raised"
+        raise
+    except BaseException as e:
+        status, exc = "raised", e
+        raise
+    finally:
+        if caught is not None and caught.exc is not None and status == "ok":
+            status, exc = "raised", caught.exc  # a KeyboardInterrupt torch's wrapper swallowed
+        restore()
+        write(status, exc)
+
+
+def _on_sigterm(handler: Callable[[], None]) -> Callable[[], None]:
+    """Write the report on SIGTERM, then die of it as before; only where nobody else handles it."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return lambda: None
+
+        def on_term(signum: int, frame: Any) -> None:
+            try:
+                handler()
+            finally:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError, AttributeError):
+        return lambda: None
+
+    def restore() -> None:
+        try:
+            if signal.getsignal(signal.SIGTERM) is on_term:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+
+    return restore
+
+
+def _write_partial(guard: Any, settings: FollowSettings, ident: _Identity, status: str,
+                   exc: BaseException | None) -> None:
+    """`<run_dir>/<pid>.json`: the guard's report plus a `process` block. Written first without
+    diagrams (the parent may stop the process any moment), then again with them."""
+    path = os.path.join(settings.run_dir, f"{ident.pid}{PARTIAL_SUFFIX}")
+    if ident.rank is None:  # read late: the program may set RANK itself
+        ident.rank = _rank_from_env()
+
+    def dump() -> None:
+        os.makedirs(settings.run_dir, exist_ok=True)
+        try:
+            report = guard.report(target=settings.target, status=status, exception=exc)
+        except Exception:  # a finding that cannot be serialized: the run block still goes out
+            keep, guard.findings = guard.findings, []
+            try:
+                report = guard.report(target=settings.target, status=status, exception=exc)
+            finally:
+                guard.findings = keep
+        report["process"] = asdict(ident)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2)
+        os.replace(tmp, path)  # the parent never reads half a file
+
+    try:
+        dump()
+        if settings.diagrams and any(getattr(f, "graph", None) is not None for f in guard.findings):
+            from .report.diagrams import write_diagrams
+
+            write_diagrams(guard.findings, os.path.join(settings.run_dir, str(ident.pid)), quiet=True)
+            dump()
+    except Exception as err:  # the user's process must end as it would have
+        try:
+            sys.stderr.write(f"graphguard: process {ident.pid}: report not written "
+                             f"({type(err).__name__}: {err})\n")
+        except Exception:
+            pass
+
+
+def read_partial_reports(run_dir: str) -> list[dict[str, Any]]:
+    """The partial reports the followed processes wrote, in pid order; unreadable ones skipped
+    (a process killed while writing leaves only its temporary file)."""
+    out = []
+    try:
+        names = sorted(n for n in os.listdir(run_dir) if n.endswith(PARTIAL_SUFFIX))
+    except OSError:
+        return []
+    for name in names:
+        try:
+            with open(os.path.join(run_dir, name), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("process"), dict) \
+                and isinstance(data.get("findings"), list):
+            out.append(data)
+    return out
