@@ -160,13 +160,14 @@ def _guarded_bootstrap(orig: Callable[..., int]) -> Callable[..., int]:
 
 def _worth_guarding(proc: Any) -> bool:
     """Not a DataLoader worker (dormant, as in-process: a finding there would kill the worker and
-    its report is never read), and torch is loaded (nothing to watch otherwise; importing torch
+    its report is never read) nor a Manager's server, and torch is loaded (nothing to watch otherwise; importing torch
     for the guard alone would cost a process seconds)."""
     if "torch" not in sys.modules:
         return False
     target = getattr(proc, "_target", None)
     module = getattr(target, "__module__", None) or ""
-    return not module.startswith("torch.utils.data")
+    # a Manager's server process runs multiprocessing's own code, never the user's training
+    return not module.startswith(("torch.utils.data", "multiprocessing.managers"))
 
 
 @dataclass
