@@ -96,8 +96,31 @@ def _without_requires_grad(frame: Any) -> str | None:
                 dropped = True
     if not dropped:
         return None
+    if isinstance(stmt.value, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+        # `[torch.ones(2, requires_grad=True).to(w) for w in ws]`: each element is the leaf
+        stmt.value.elt = ast.Call(ast.Attribute(stmt.value.elt, "requires_grad_", ast.Load()), [], [])
+        return ast.unparse(stmt)
     value = ast.Call(ast.Attribute(stmt.value, "requires_grad_", ast.Load()), [], [])
     return ast.unparse(ast.Assign(stmt.targets, value, lineno=0))
+
+
+def _by_container(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[torch.Tensor, str | None]]:
+    """The non-leaf tensors to report, one per list the user built them in: elements named
+    `scaling_factors[0]`, `scaling_factors[1]`, ... made by the same line are the list
+    `scaling_factors` once (one line to fix); others are reported one by one (name None: looked up)."""
+    groups: dict[tuple[str, Any], list[torch.Tensor]] = {}
+    alone: list[tuple[torch.Tensor, str | None]] = []
+    for p in params:
+        hit = ctx.name_of(p)
+        made = ctx.creation(p)
+        line = (made[0][0].file, made[0][0].line) if made and made[0] else None
+        base = hit.name.rsplit("[", 1)[0] if hit is not None and hit.name.endswith("]") else None
+        if base and line is not None:
+            groups.setdefault((base, line), []).append(p)
+        else:
+            alone.append((p, None))
+    out = [(members[0], base if len(members) > 1 else None) for (base, _), members in groups.items()]
+    return out + alone
 
 
 class NonLeafParameter(Rule):
@@ -144,11 +167,12 @@ class NonLeafParameter(Rule):
             defaults = getattr(event.optimizer, "defaults", None) or {}
             if defaults.get("differentiable"):
                 return None  # differentiable optimizers accept non-leaf tensors on purpose
+            # the condition under which Optimizer.add_param_group raises
+            bad = [p for p in event.params
+                   if isinstance(p, torch.Tensor) and not p.is_leaf and not p.retains_grad]
             out = []
-            for p in event.params:
-                # the condition under which Optimizer.add_param_group raises
-                if isinstance(p, torch.Tensor) and not p.is_leaf and not p.retains_grad:
-                    out.append(self._finding(ctx, event, p, hidden_leaf(p), optimizer=True))
+            for p, container in _by_container(ctx, bad):
+                out.append(self._finding(ctx, event, p, hidden_leaf(p), optimizer=True, name=container))
             return out
         t = event.tensor
         if not isinstance(t, torch.Tensor) or t.grad_fn is None or t.retains_grad:
@@ -161,8 +185,11 @@ class NonLeafParameter(Rule):
         return [self._finding(ctx, event, t, found, optimizer=False)]
 
     def _finding(self, ctx: RuleContext, event: Any, t: torch.Tensor,
-                 found: tuple[torch.Tensor, list[Any]] | None, optimizer: bool) -> Finding:
+                 found: tuple[torch.Tensor, list[Any]] | None, optimizer: bool,
+                 name: str | None = None) -> Finding:
         subject = ctx.subject(t)
+        if name is not None:
+            subject = replace(subject, name=name)
         made = ctx.creation(t)
         made_frame = made[0][0] if made and made[0] else None
         if made is not None:
@@ -187,6 +214,8 @@ class NonLeafParameter(Rule):
             related.append(Related("leaf", hit.name if hit else None, rec.func if rec else None,
                                    leaf_loc, rec.iteration if rec else None))
             fix = self._fix(t, name, made_frame, leaf, hit.name if hit else None)
+        if made is not None:
+            related += ctx.fix_at(ctx.loc(made[0]), name, "make the leaf last")
         consequence = ("the optimizer cannot update it (PyTorch raises \"can't optimize a non-leaf "
                        "Tensor\")" if optimizer else
                        "its .grad is always None: the gradient goes to that leaf instead")
