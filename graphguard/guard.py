@@ -19,6 +19,7 @@ from .capture.backward import bind_backward, materialize_iterators
 from .capture.checkpoint import install_checkpoint_hook
 from .capture.mode import GuardMode
 from .capture.recorder import Recorder
+from .capture.saved import adopt_modified_saved
 from .capture.scan import scan_graph
 from .capture.state import Mark
 from .capture.sites import PACKAGE_DIR, user_site, user_stacklevel
@@ -39,6 +40,16 @@ _COUNTER = itertools.count()
 # The only global mutable state: the stack of active guards (innermost last).
 _ACTIVE: list["GraphGuard"] = []
 _STACK_TARGET = 512 * 1024 * 1024
+
+# NOTE [light mode without saved-tensor hooks]
+# Installing saved-tensor hooks switches PyTorch's own version check off, so while they are on
+# the guard's unpack hook must redo it, and the forward pays a C++ -> Python call per saved tensor
+# (on an unrolled LSTMCell loop, 628 of them: ~13% of the step). Only the recorded iterations need
+# the hooks (they name the op and line that saved each tensor). In light mode they are taken off:
+# PyTorch checks versions itself again (never a silent wrong gradient), and before each backward
+# the guard reads every saved value of the walked graph, which runs that same check in C++
+# (~0.5 us per saved tensor, at backward time only); a changed one is adopted
+# (capture/saved.adopt_modified_saved) and GG005 reports it before PyTorch's error.
 
 
 def active_guards() -> tuple["GraphGuard", ...]:
@@ -415,10 +426,32 @@ class GraphGuard:
         try:
             torch._C._autograd._push_saved_tensors_default_hooks(self.rec.pack, self.rec.unpack)
         except RuntimeError as err:
-            # inside torch.autograd.graph.disable_saved_tensors_hooks: watch without them
-            self._internal_error(err, "installing the saved-tensor hooks (in-place checks are off)")
+            # inside torch.autograd.graph.disable_saved_tensors_hooks: watch without them (the
+            # backward check reads PyTorch's own version check instead)
+            self._internal_error(err, "installing the saved-tensor hooks (saved-op names are off)")
             return
+        self.rec.saved_hooks_on = True
         self._on_exit(self._pop_saved_hooks)
+
+    def _set_saved_hooks(self, on: bool) -> None:
+        """Light mode takes the saved-tensor hooks off (NOTE [light mode without saved-tensor
+        hooks]); recording puts them back, only when no other hooks are on the stack (only the
+        top pair is called: ours would shadow the user's or another guard's, and below them ours
+        are never called anyway; the backward check covers both cases)."""
+        if on == self.rec.saved_hooks_on:
+            return
+        autograd = torch._C._autograd
+        if on:
+            if autograd._top_saved_tensors_default_hooks(True) is not None:
+                return
+            try:
+                autograd._push_saved_tensors_default_hooks(self.rec.pack, self.rec.unpack)
+            except RuntimeError:  # inside disable_saved_tensors_hooks: stay without
+                return
+            self.rec.saved_hooks_on = True
+        else:
+            self._pop_saved_hooks()
+            self.rec.saved_hooks_on = False
 
     def _pop_saved_hooks(self) -> None:
         """Take our saved-tensor hooks off their stack, wherever they are, keeping the others in
@@ -497,6 +530,7 @@ class GraphGuard:
             n = torch._C._len_torch_function_stack()
             if n and torch._C._get_function_stack_at(n - 1) is self._mode:
                 torch._C._pop_torch_function_stack()
+        self._set_saved_hooks(on)
 
     # ---- backward ------------------------------------------------------------------------------
     def _wrap_backward(self, orig: Callable[..., Any], api: str) -> Callable[..., Any]:
@@ -595,6 +629,10 @@ class GraphGuard:
         self.rec.mark_used(inputs)
         scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
         self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
+        if not self.rec.saved_hooks_on:
+            # light mode: PyTorch's own version check, read now, before PyTorch runs (GG005)
+            with torch._C.DisableTorchFunction():
+                adopt_modified_saved(scan.nodes, self.rec.unpack, self.rec.adopt)
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
                             self.backward_calls, self.iteration)
         self.backward_calls += 1

@@ -69,6 +69,10 @@ class Recorder:
         self.taint: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> frozenset of cut ids
         self.inplace_log: dict[int, InplaceRecord] = {}  # storage data_ptr -> latest write
         self.packs: "weakref.WeakSet[Packed]" = weakref.WeakSet()
+        # whether pack/unpack are on the saved-tensor hook stack: on while recording; off in light
+        # mode, where PyTorch's own version check runs and the backward check reads it
+        # (capture/saved.adopt_modified_saved)
+        self.saved_hooks_on = False
         self._cur_op = ""
         self._cur_site: Site | None = None
         self.ops_seen = 0
@@ -346,6 +350,13 @@ class Recorder:
             # Raised here it would fail the user's forward op. Keep the version check at least.
             self.sink.internal_error(exc, "saving a tensor for backward")
             return Packed(t.detach(), t._version, "", ())
+
+    def adopt(self, t: torch.Tensor, version: int) -> Packed:
+        """The record of a saved tensor found changed in place by the light-mode check (saved at
+        `version`): from now on unpack checks it, as for the tensors pack saw."""
+        p = Packed(t, version, "", ())
+        self.packs.add(p)
+        return p
 
     @staticmethod
     def unpack(p: Packed) -> torch.Tensor:

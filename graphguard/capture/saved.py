@@ -8,6 +8,7 @@ real backward that follows still raises its usual error when the user goes on.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 import torch
@@ -16,7 +17,7 @@ from .state import InplaceRecord, Packed
 from .recorder import SavedTensorModified
 
 __all__ = ["SavedHit", "tensor_attrs", "find_modified_saved", "modifying_write", "storage_key",
-           "shares_saved"]
+           "shares_saved", "adopt_modified_saved"]
 
 
 class SavedHit(NamedTuple):
@@ -116,3 +117,54 @@ def shares_saved(packed: Packed, exact: bool = False) -> Any:
         return storage_key(v) == key
 
     return match
+
+
+_EXPECTED_VERSION = re.compile(r"expected version (\d+)")
+_MODIFIED = "modified by an inplace operation"
+
+
+def adopt_modified_saved(nodes: list[Any], unpack: Any, adopt: Any) -> int:
+    """Light mode's in-place check: PyTorch's own, read before the backward runs.
+
+    With graphguard's saved-tensor hooks off (light mode: they cost a Python call per saved
+    tensor at every forward), PyTorch keeps its own version check, and reading a saved value
+    runs it: a saved tensor changed in place since it was saved raises PyTorch's error here, in
+    C++, at ~0.5 us per saved tensor and no Python per op. Each such tensor is then adopted
+    (`SavedTensor.register_hooks` hands it to `adopt`, which returns its `Packed` record, and
+    `unpack` takes over its version check), so GG005 finds it exactly as it finds those the
+    hooks recorded. Custom Functions' `saved_tensors` are not adopted (PyTorch's error does not
+    say which of them changed): PyTorch raises for them, and GG903/GG005 explain afterwards.
+    Returns the number adopted (usually 0: this is the clean path of every backward).
+    """
+    n = 0
+    for node in nodes:
+        for attr in tensor_attrs(node):
+            try:
+                getattr(node, attr)
+            except RuntimeError as err:
+                if isinstance(err, SavedTensorModified) or _MODIFIED not in str(err):
+                    continue  # already ours, or freed by an earlier backward (GG001/GG003's)
+                if attr == "saved_tensors":
+                    continue
+                n += _adopt(node, attr, str(err), unpack, adopt)
+    return n
+
+
+def _adopt(node: Any, attr: str, message: str, unpack: Any, adopt: Any) -> int:
+    raw = getattr(node, "_raw" + attr, None)
+    if raw is None:
+        return 0
+    m = _EXPECTED_VERSION.search(message)
+    holder: list[Packed] = []
+
+    def pack(t: torch.Tensor) -> Packed:
+        version = int(m.group(1)) if m else t._version - 1
+        p = adopt(t, version)
+        holder.append(p)
+        return p
+
+    try:
+        raw.register_hooks(pack, unpack)
+    except Exception:  # hooks of the user's own on this value, or a value torch will not hand out
+        return 0
+    return 1 if holder else 0
