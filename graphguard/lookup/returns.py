@@ -89,3 +89,38 @@ def return_lines(fn: Any) -> list[SourceLoc]:
             out.append(SourceLoc(file, line, getattr(fn, "__name__", ""), linecache.getline(file, line).strip()))
         todo.extend(ast.iter_child_nodes(node))
     return sorted(out, key=lambda s: s.line)
+
+
+def rebinding_of(function: str, files: list[str], caller: Frame | None = None) -> SourceLoc | None:
+    """Where a function was installed under another name, when the calling line does not call it
+    by its own: `model.backbone.forward = partial(backbone.get_intermediate_layers, n=1)` (or
+    `= backbone.get_intermediate_layers`) for `get_intermediate_layers`. The SourceLoc's code is
+    the assignment line; None when the caller calls it by name or nothing rebinds it."""
+    if caller is not None:
+        stmt = _statement(caller.file, caller.line)
+        for node in ast.walk(stmt) if stmt is not None else ():
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) \
+                    and ast.unparse(node.func).rsplit(".", 1)[-1] == function:
+                return None  # called by its own name: nothing was rebound on the way
+    for file in files:
+        text = "".join(linecache.getlines(file))
+        try:
+            tree = ast.parse(text) if text else None
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree) if tree is not None else ():
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Attribute)):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and _callee_name(value) == "partial" and value.args:
+                value = value.args[0]
+            if isinstance(value, (ast.Name, ast.Attribute)) and ast.unparse(value).rsplit(".", 1)[-1] == function:
+                return SourceLoc(file, node.lineno, ast.unparse(node.targets[0]),
+                                 linecache.getline(file, node.lineno).strip())
+    return None
+
+
+def _callee_name(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""

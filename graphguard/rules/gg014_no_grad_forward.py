@@ -1,6 +1,7 @@
 """GG014 no-grad-forward: outputs of a no_grad / inference_mode region reach a trainable path."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -8,6 +9,7 @@ import torch
 from ..events import AutogradError, BackwardCall
 from ..lookup.names import resolve
 from ..lookup.source import assigned_targets
+from ..lookup.returns import rebinding_of
 from ..model import Finding, Related, Site, SourceLoc, Subject
 from ..capture.graph import summarize
 from .base import Rule, display
@@ -83,8 +85,18 @@ class NoGradForward(Rule):
             region = region_of(site) if site else None
             name, made = _tensor_name(base, site, region)
             kind = "tensor"
+            rebound = None
             if name is None and region is not None and region.kind == "decorator":
                 name, kind = region.function, "call"
+                # reached through another name (`model.backbone.forward = partial(...)`): that
+                # attribute is what the training code calls, and the line that installed it
+                frames = list(site or ())
+                k = frames.index(region.frame) if region.frame in frames else -1
+                caller = frames[k + 1] if 0 <= k < len(frames) - 1 else None
+                files = list(dict.fromkeys(fr.file for fr in frames))
+                rebound = rebinding_of(region.function, files, caller) if caller is not None else None
+                if rebound is not None:
+                    name = rebound.function
             if name is None:
                 hit = ctx.name_of(t)
                 name = hit.name if hit else None
@@ -98,11 +110,14 @@ class NoGradForward(Rule):
             related.append(Related("needed-by", None, event.op, loc, ctx.iteration))
             if region is not None:
                 related.append(Related("fix-at", region.function, api, region.line))
+            if rebound is not None:
+                related.append(Related("rebound-at", name, region.function, rebound))
             where = (f"it was made under `{api}` ({_region_words(region)})" if region
                      else "it was made under torch.inference_mode()")
             fix = _fix(region, "inference", name)
             return [self.finding(ctx, subject, loc, fix,
-                                 {"name": display(name, "A tensor"),
+                                 {"name": f"The output of `{name}`" if kind == "call" and name
+                                  else display(name, "A tensor"),
                                   "what": (f"is an inference tensor, and `{event.op}` at line "
                                            f"{loc.line if loc else '?'} needs to save it for the "
                                            "backward (PyTorch refuses: Inference tensors cannot be "
@@ -131,6 +146,13 @@ class NoGradForward(Rule):
             if region is None:
                 region = global_switch([fr.file for fr in cut_site or ()])
             subject = ctx.subject(root)
+            made = subject.created_at
+            if subject.name and subject.name.endswith("]") and made is not None:
+                # `losses["loss"]` of `outputs, losses = self.process_batch(inputs)`: name the
+                # variable the no-grad line assigned, as written there
+                base = subject.name.split("[", 1)[0]
+                if base in assigned_targets(made.file, made.line):
+                    subject = replace(subject, name=base)
             if region is not None and region.kind == "global":
                 # the whole program runs with autograd off: the switch is what to name
                 call = region.api.split("(")[0]
