@@ -119,3 +119,24 @@ def test_dataloader_workers_stay_dormant(tmp_path: Path) -> None:
     assert partial_reports(tmp_path) == []
     assert not (tmp_path / "graphguard-report" / "processes").exists()
     assert report["run"]["iterations"] == 8  # both epochs of 4 batches, in the parent's guard
+
+
+def test_merge_names_the_process_of_every_finding() -> None:
+    """The merge itself (no subprocess): the parent's findings and each part's, with `process`
+    and `rank`, the parent's run block first, parts by rank; no parts: the report unchanged."""
+    from graphguard.report.json_report import merge_processes
+
+    def report(codes: list[str], iterations: int) -> dict[str, Any]:
+        return {"run": {"status": "ok", "exception": None, "iterations": iterations, "backward_calls": 1},
+                "findings": [{"code": c} for c in codes]}
+
+    parent = report(["GG103"], 0)
+    assert merge_processes(parent, [], pid=1) is parent
+    parts = [dict(report(["GG001"], 2), process={"pid": 30, "rank": 1, "name": "b", "function": "m.f"}),
+             dict(report(["GG001", "GG002"], 3), process={"pid": 20, "rank": 0, "name": "a", "function": "m.f"})]
+    merged = merge_processes(parent, parts, pid=1)
+    assert [(f["code"], f["process"], f["rank"]) for f in merged["findings"]] == [
+        ("GG103", 1, None), ("GG001", 20, 0), ("GG002", 20, 0), ("GG001", 30, 1)]
+    assert [(p["pid"], p["rank"], p["iterations"], p["findings"]) for p in merged["processes"]] == [
+        (1, None, 0, 1), (20, 0, 3, 2), (30, 1, 2, 1)]
+    assert merged["run"] == parent["run"] and "processes" not in parent
