@@ -1,10 +1,13 @@
 """GG001 stale-graph: a backward runs into graph parts an earlier iteration's backward already used."""
 from __future__ import annotations
 
+import dataclasses
+
 
 from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
+from .shared.accumulator import unreset_accumulator
 from .base import Rule, display
 from .context import RuleContext
 
@@ -57,19 +60,33 @@ class StaleGraph(Rule):
         a = ctx.shared(analyze, event)
         if a.kind == "none" or is_carried(a, ctx.optimizer_steps()):
             return None
+        acc = None
         if not a.same_call_line:
-            # Another backward call reached it: with freed buffers that is GG003; with a retained
-            # graph it is a deliberate second backward (a GAN generator step reusing D's output),
-            # whose only danger, weights stepped in between, is GG005's.
-            return None
-        node = event.scan.nodes[a.boundary]
-        subject = ctx.subject_of_node(node)
-        name = subject.name
-        fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
-               else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
+            # Another backward call reached it: with freed buffers that is GG003 (unless the loss
+            # variable itself was never reset: a stale accumulator, ours); with a retained graph
+            # it is a deliberate second backward (a GAN generator step reusing D's output), whose
+            # only danger, weights stepped in between, is GG005's.
+            acc = unreset_accumulator(event, a, ctx) if a.kind == "freed" else None
+            if acc is None:
+                return None
         consumed = ctx.loc(a.mark.site) if a.mark else None
         related = [Related("consumed-by", None, "backward", consumed, a.mark.iteration if a.mark else None)]
-        related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
+        if acc is not None:
+            node = event.scan.nodes[a.marked_boundary]
+            subject = dataclasses.replace(ctx.subject_of_node(node), name=acc.name,
+                                          created_at=acc.made or ctx.subject_of_node(node).created_at)
+            name = acc.name
+            where = f" (as at line {acc.reset.line})" if acc.reset else ""
+            fix = (f"reset `{name}` before it collects the new terms{where}: it still holds the graph "
+                   "the earlier backward freed")
+            related += ctx.fix_at(acc.reset, name, "reset the accumulator")
+        else:
+            node = event.scan.nodes[a.boundary]
+            subject = ctx.subject_of_node(node)
+            name = subject.name
+            fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
+                   else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
+            related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
         crash = " and fail (its saved buffers were freed)" if a.kind == "freed" else " (retain_graph keeps it alive)"
         return [self.finding(
             ctx, subject, ctx.loc(event.site), fix,

@@ -8,6 +8,7 @@ from ..events import BackwardCall
 from ..lookup.assigned import name_where_made
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
+from .shared.accumulator import unreset_accumulator
 from .base import Rule, display
 from .context import RuleContext
 
@@ -54,6 +55,8 @@ class DoubleBackward(Rule):
         a = ctx.shared(analyze, event)
         if a.kind != "freed" or a.same_call_line or is_carried(a, ctx.optimizer_steps()):
             return None
+        if unreset_accumulator(event, a, ctx) is not None:
+            return None  # the loss variable itself carries the freed graph: GG001's
         node = event.scan.nodes[a.marked_boundary]
         subject = ctx.subject_of_node(node)
         st = ctx.stamp(node)
