@@ -5,6 +5,7 @@ import dataclasses
 
 
 from ..events import BackwardCall
+from ..lookup.assigned import name_where_made
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
 from .shared.accumulator import unreset_accumulator
@@ -83,6 +84,16 @@ class StaleGraph(Rule):
         else:
             node = event.scan.nodes[a.boundary]
             subject = ctx.subject_of_node(node)
+            st = ctx.stamp(node)
+            made = name_where_made(node, st.site) if st is not None and st.site else None
+            same_attr = made is not None and subject.name is not None and made[0].startswith("self.") \
+                and subject.name.partition(".")[2] == made[0].partition(".")[2]
+            if made is not None and made[0] != subject.name and not same_attr:
+                # named as written where it was made (`training_seq = conv1D(raw)`), not by the
+                # attribute that later holds it (`self.ds`); `self.normed` made in __init__ stays
+                # the live `model.normed`, the same attribute seen from outside
+                subject = dataclasses.replace(subject, name=made[0], created_at=(
+                    ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
             name = subject.name
             fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
                    else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
