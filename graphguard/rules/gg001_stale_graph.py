@@ -6,6 +6,7 @@ import dataclasses
 
 from ..events import BackwardCall
 from ..lookup.assigned import name_where_made
+from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
 from .shared.accumulator import unreset_accumulator
@@ -88,7 +89,19 @@ class StaleGraph(Rule):
             made = name_where_made(node, st.site) if st is not None and st.site else None
             same_attr = made is not None and subject.name is not None and made[0].startswith("self.") \
                 and subject.name.partition(".")[2] == made[0].partition(".")[2]
-            if made is not None and made[0] != subject.name and not same_attr:
+            # only the assignment at the op's own line: through a helper's `return` the caller's
+            # target may be another tensor (a parametrization runs inside `self.branch(x)`)
+            own_line = made is not None and (made[1] is None or made[1] == st.site[0])
+            param = None
+            if st is not None and st.site:
+                files = [fr.file for fr in st.site] + [fr.file for fr in event.site or ()]
+                param = cached_parametrization(node, files, event.site or ())
+            if param is not None:
+                # the weight a `with parametrize.cached():` computed once for every forward
+                subject = dataclasses.replace(subject, name=param.name, kind="parameter",
+                                              created_at=param.registered or subject.created_at)
+                related += ctx.fix_at(param.cached_at, param.name, "parametrize.cached()")
+            elif made is not None and made[0] != subject.name and not same_attr and own_line:
                 # named as written where it was made (`training_seq = conv1D(raw)`), not by the
                 # attribute that later holds it (`self.ds`); `self.normed` made in __init__ stays
                 # the live `model.normed`, the same attribute seen from outside
@@ -97,7 +110,12 @@ class StaleGraph(Rule):
             name = subject.name
             fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
                    else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
-            related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
+            if param is not None:
+                where = f" (line {param.cached_at.line})" if param.cached_at else ""
+                fix = (f"enter `parametrize.cached()`{where} around each forward, inside the loop, so "
+                       f"{name} is computed again for every backward")
+            else:
+                related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
         crash = " and fail (its saved buffers were freed)" if a.kind == "freed" else " (retain_graph keeps it alive)"
         return [self.finding(
             ctx, subject, ctx.loc(event.site), fix,
