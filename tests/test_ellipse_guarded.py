@@ -75,7 +75,8 @@ def test_broken_gg103_gg104(broken):
                     ("ellipsoid_pos", line_of(src, "ellipsoid_pos = torch.tensor")),
                     ("current_image", line_of(src, "current_image = torch.zeros"))}
     (g104,) = by_code(rep, "GG104")
-    assert g104["subject"]["name"] == "sphere_position"
+    assert g104["subject"]["name"] == "ellipsoid_pos"  # the copy; it copies sphere_position
+    assert [r["name"] for r in g104["related"] if r["role"] == "source"] == ["sphere_position"]
     assert g104["location"]["line"] == line_of(src, "ellipsoid_pos = torch.tensor")
 
 
@@ -83,7 +84,9 @@ def test_answer_gg009_names_the_cut(tmp_path):
     proc, rep = run_cli(tmp_path, ELLIPSE / "answer.py")
     src = ELLIPSE / "answer.py"
     (f,) = by_code(rep, "GG009")
-    assert f["subject"]["name"] == "loss"
+    # the tensor where the history was dropped, not the loss at the end of the chain
+    assert f["subject"]["name"] == "mask"
+    assert f["subject"]["created_at"]["line"] == line_of(src, "mask = torch.where(")
     assert f["location"]["line"] == line_of(src, "loss.backward()")
     assert f["before_crash"] is True
     cuts = [r for r in f["related"] if r["role"] == "cut-by"]

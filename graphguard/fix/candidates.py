@@ -406,11 +406,14 @@ def smooth_cut(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str,
 
 def detach_copy_sources(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
     """GG104: torch.tensor(...) copies of tensors that require grad: copy their detached values."""
-    name = subject_name(f)
+    # the subject is the copy when it is assigned; the sources copied are the `source` entries
+    sources = [r.get("name") for r in related(f, "source") if r.get("name")]
+    names = sources or [subject_name(f)]
+    name = names[0]
     line = _loc(f.get("location"))[1]
     if not name or not line:
         return
-    refs = [n for n in src.nodes((cst.Name, cst.Attribute), line) if _dotted(n) == name
+    refs = [n for n in src.nodes((cst.Name, cst.Attribute), line) if _dotted(n) in names
             and not isinstance(src.parent.get(n), cst.Attribute)]
     if not refs:
         return

@@ -12,7 +12,8 @@ from ..model import SourceLoc
 
 __all__ = ["called_names", "assignment_lines", "attribute_assignment_lines", "growth_lines",
            "enclosing_scope", "target_lines", "name_assignment_lines", "class_attribute_lines",
-           "class_of_function", "assigned_targets"]
+           "class_of_function", "assigned_targets", "parsed", "own_nodes", "targets_of",
+           "expr_text", "statement_loc"]
 
 _GROW_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update", "setdefault",
                            "__setitem__"})
@@ -264,3 +265,29 @@ def assigned_targets(file: str, line: int) -> list[str]:
             if text and text not in out:
                 out.append(text)
     return out
+
+
+# ---- public names for the other lookup modules (lookup/made.py) ---------------------------------
+def parsed(file: str) -> ast.Module | None:
+    """The parsed source of `file` (cached; None when it cannot be read or parsed)."""
+    return _tree(file)
+
+
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function or module body, not those of functions or classes nested in it."""
+    return _own_nodes(scope)
+
+
+def targets_of(node: ast.AST) -> list[ast.AST]:
+    """The expressions a statement binds, tuples flattened."""
+    return _targets_of(node)
+
+
+def expr_text(expr: ast.AST) -> str:
+    """An expression as source text ("" when it cannot be unparsed)."""
+    return _text(expr)
+
+
+def statement_loc(file: str, node: ast.AST, function: str) -> SourceLoc:
+    """A SourceLoc for a statement's first line."""
+    return _loc(file, node, function)

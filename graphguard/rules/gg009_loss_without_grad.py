@@ -1,13 +1,16 @@
 """GG009 loss-without-grad: backward on a tensor with no grad_fn, and the cuts that explain it."""
 from __future__ import annotations
 
+from typing import Any
 
 import torch
 
 from ..events import BackwardCall
 from ..lookup.source import assignment_lines
-from ..model import Finding, Related, SourceLoc
+from ..model import Finding, Related, SourceLoc, Subject
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
+from .shared.cutpoint import SCALAR_OPS, cut_point, leaf_point, made_point
+from .shared.deadgraph import index_graph, upward
 from .base import Rule, display
 from .context import RuleContext
 
@@ -43,9 +46,21 @@ class LossWithoutGrad(Rule):
     training silently learns nothing; the finding names the line that re-enabled requires_grad
     and the cut that dropped the history (`fix-at`).
 
+    The finding names the tensor where the history was dropped, as written there (the target of
+    the argmax or comparison statement, the accumulator filled under `torch.no_grad()`, the fresh
+    tensor a helper returns), not the loss at the end of the chain; `subject.created_at` is that
+    line.
+
+    As a warning, it also fires when only one term of a loss is cut while the other terms train:
+    values cut from the optimized parameters (a comparison, argmax) are added into an accumulator
+    made with `requires_grad=True` (`loss = torch.tensor(0., requires_grad=True)`, then
+    `loss = loss + ...`), whose part of the graph reaches no optimized parameter.
+
     ## Known problems
-    The re-wrap check runs while the guard records in full (the first iterations) and only for
-    `backward()` (not `autograd.grad`, whose inputs may legitimately be fresh tensors).
+    The re-wrap and one-term checks run while the guard records in full (the first iterations)
+    and only for `backward()` (not `autograd.grad`, whose inputs may legitimately be fresh
+    tensors). A value that went through Python (`.item()`, numpy) is named from the source: the
+    statement that made the loss, followed into the user's helpers that return it.
     Cuts are recorded during full recording only (the first iterations); afterwards the finding
     says the loss has no grad_fn without naming the cut.
     """
@@ -62,12 +77,22 @@ class LossWithoutGrad(Rule):
         rewrapped = self._rewrapped(event, ctx)
         if rewrapped is not None:
             return [rewrapped]
+        term = self._term_cut(event, ctx)
+        if term is not None:
+            out.append(term)
         for root in event.roots:
             if not isinstance(root, torch.Tensor) or root.requires_grad:
                 continue
             subject = ctx.subject(root)
             name = subject.name
             cuts = ctx.cuts_behind(root)
+            tainted = bool(cuts)
+            # the tensor where the history was dropped, as the user wrote it: the cut's statement;
+            # after a trip through Python (`.item()`, numpy) or with no cut at all (a fresh
+            # tensor), the statement that made the value backward starts from
+            point = cut_point(ctx, cuts[0]) if cuts and cuts[0].op not in SCALAR_OPS else None
+            if point is None or point.name is None:
+                point = made_point(ctx, root) or point
             if not cuts:
                 # The value went through Python (`.item()`, `float(...)`) and lost its taint: the
                 # cuts of this iteration on optimized parameters are the best explanation left.
@@ -104,13 +129,23 @@ class LossWithoutGrad(Rule):
                 fix = ("make sure the model's parameters require grad and the loss is computed "
                        "from the model's output, not from .item() or a new tensor")
             # the fix goes where the history is dropped (the first cut), else where the loss is made
-            related += ctx.fix_at(ctx.loc(cuts[0].site) if cuts and cuts[0].site else subject.created_at,
+            made_here = point.where if point is not None and point.where else subject.created_at
+            related += ctx.fix_at(ctx.loc(cuts[0].site) if tainted and cuts[0].site else
+                                  made_here if made_here else ctx.loc(cuts[0].site) if cuts else None,
                                   None, describe_op(cuts[0]) if cuts else None)
+            state = "does not require grad, so backward() would fail"
+            if point is not None and point.name:
+                related += point.related
+                if point.name != name:
+                    state = (f"has no history, so {display(name, 'the loss')} made from it does not "
+                             "require grad and backward() would fail")
+                subject = Subject(point.name, "tensor", subject.summary, point.where or subject.created_at,
+                                  ctx.iteration)
             graph = cut_snapshot(ctx, cuts, leaves, f"GG009: {name or 'the loss'} has no grad_fn",
                                  sink=root, entry_site=event.site, entry_op=f"{event.api}()")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"why": why, "fix": fix, "name": display(name, "The loss"),
-                                     "state": "does not require grad, so backward() would fail"},
+                                    {"why": why, "fix": fix, "name": display(subject.name, "The loss"),
+                                     "state": state},
                                     related, graph=graph))
         return out
 
@@ -122,7 +157,7 @@ class LossWithoutGrad(Rule):
                 or event.scan is None or event.scan.truncated):
             return None
         roots = [r for r in event.roots if isinstance(r, torch.Tensor) and r.requires_grad]
-        leaves = list(event.scan.leaves) + [r for r in roots if r.grad_fn is None]  # a root that is a leaf
+        leaves = [r for r in roots if r.grad_fn is None] + list(event.scan.leaves)  # a root that is a leaf first
         if not roots or not leaves or any(ctx.is_optimized(v) for v in leaves):
             return None
         for v in leaves:
@@ -137,6 +172,16 @@ class LossWithoutGrad(Rule):
         cuts = [c for c in ctx.all_cuts() if c.iteration == ctx.iteration
                 and any(ctx.is_optimized(r()) for r in c.leaves if r() is not None)]
         related: list[Related] = cut_related(ctx, cuts)
+        # the subject is the fresh leaf that stands in for the history (the re-wrapped loss, or the
+        # `torch.tensor(0., requires_grad=True)` a helper returns), as written where it was made
+        order = {id(t): k for k, t in enumerate(ctx.recorded_leaf_tensors())}
+        fresh = sorted(leaves, key=lambda v: order.get(id(v), -1))  # the first one made first
+        point = leaf_point(ctx, fresh[0])
+        if point is not None and point.name:
+            related += point.related
+            related += ctx.fix_at(point.where, point.name, "re-wrapped without history")
+            subject = Subject(point.name, "tensor", ctx.subject(fresh[0]).summary,
+                              point.where or subject.created_at, ctx.iteration)
         if name and event.site:
             # where the user switched requires_grad back on (`loss.requires_grad = True`): the
             # re-wrap to remove (source read for wording only: the behaviour decided above)
@@ -148,6 +193,7 @@ class LossWithoutGrad(Rule):
         if cuts and cuts[0].site:
             related.append(Related("fix-at", None, describe_op(cuts[0]), ctx.loc(cuts[0].site),
                                    cuts[0].iteration))
+            related += cut_point(ctx, cuts[0]).related  # the `with torch.no_grad():` that cut it
         if cuts:
             c = cuts[0]
             why = (f"it requires grad but its history was dropped by "
@@ -162,6 +208,85 @@ class LossWithoutGrad(Rule):
         graph = cut_snapshot(ctx, cuts, starved or leaves, f"GG009: {name or 'the loss'} is re-wrapped",
                              sink=root, entry_site=event.site)
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
-                            {"why": why, "fix": fix, "name": display(name, "The loss"),
+                            {"why": why, "fix": fix, "name": display(subject.name, "The loss"),
                              "state": "trains nothing"}, related,
                             graph=graph)
+
+    def _term_cut(self, event: BackwardCall, ctx: RuleContext) -> Finding | None:
+        """One term of a loss that trains: its history was cut (a comparison, argmax, `.item()`)
+        and it re-enters through a fresh leaf (`acc = torch.tensor(0., requires_grad=True)`,
+        then `acc = acc + <cut values>`). Backward runs and the other terms train the
+        parameters, so nothing else notices that this term contributes no gradient. Fires when the
+        graph holds such a fresh leaf whose part of the graph reaches no optimized parameter but
+        mixes in values computed, in the same function, from a cut of the optimized parameters."""
+        scan = event.scan
+        if (event.api != "backward" or not ctx.any_optimized() or not ctx.recording_details()
+                or scan is None or scan.truncated):
+            return None
+        roots = [r for r in event.roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
+        if not roots or not any(ctx.is_optimized(v) for v in scan.leaves):
+            return None
+        called = {id(v) for v in scan.function_inputs}
+        fresh = []
+        for v in scan.leaves:
+            rec = ctx.leaf_record(v)
+            if (rec is not None and rec.iteration == ctx.iteration and id(v) not in called
+                    and not isinstance(v, torch.nn.Parameter) and not ctx.is_optimized(v)
+                    and not ctx.leaf_used(v)):
+                fresh.append(v)
+        if not fresh:
+            return None
+        cuts = [c for r in roots for c in ctx.cuts_behind(r) if c.iteration == ctx.iteration
+                and not c.no_grad and c.site
+                and any(ctx.is_optimized(w()) for w in c.leaves if w() is not None)]
+        if not cuts:
+            return None
+        g = index_graph(scan.nodes)
+        opt = [i for i in scan.leaf_index if ctx.is_optimized(getattr(g.nodes[i], "variable", None))]
+        live = upward(g, opt)  # reaches an optimized parameter
+        for leaf in fresh:
+            acc = next((i for i in scan.leaf_index if getattr(g.nodes[i], "variable", None) is leaf), None)
+            if acc is None:
+                continue
+            dead = upward(g, [acc]) - live - {acc}  # ops built on the leaf that reach no parameter
+            places = set()
+            for i in dead:
+                st = ctx.stamp(g.nodes[i])
+                if st is not None and st.site:
+                    places.add((st.site[0].file, st.site[0].function))
+            match = [c for c in cuts if (c.site[0].file, c.site[0].function) in places]
+            if match:
+                return self._term_finding(ctx, event, leaf, match)
+        return None
+
+    def _term_finding(self, ctx: RuleContext, event: BackwardCall, leaf: torch.Tensor,
+                      cuts: list[Any]) -> Finding:
+        point = leaf_point(ctx, leaf)
+        subject = ctx.subject(leaf)
+        if point is not None and point.name:
+            subject = Subject(point.name, "tensor", subject.summary, point.where or subject.created_at,
+                              ctx.iteration)
+        c = cuts[0]
+        params = []
+        for r in c.leaves:
+            v = r()
+            if v is not None and ctx.is_optimized(v):
+                label = leaf_label(ctx, v)
+                if label and label not in params:
+                    params.append(label)
+        who = ", ".join(params[:3]) if params else "the optimized parameters"
+        why = (f"the values added into it were cut from {who} by {describe_op(c)} at line "
+               f"{c.site[0].line}, so that term gives them no gradient while the other terms do")
+        fix = fix_for_cut(c, params[0] if params else "the parameters") + \
+            "; and drop requires_grad=True on the accumulator"
+        related = cut_related(ctx, cuts)
+        related += ctx.fix_at(ctx.loc(c.site), None, describe_op(c))
+        if point is not None:
+            related += point.related
+            related += ctx.fix_at(point.where, point.name, "requires_grad=True")
+        graph = cut_snapshot(ctx, cuts, [leaf], f"GG009: a term of the loss is cut", sink=event.roots[0],
+                             entry_site=event.site)
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"why": why, "fix": fix, "name": display(subject.name, "A term of the loss"),
+                             "state": "carries a term of the loss that trains nothing"}, related,
+                            graph=graph, severity="warning")

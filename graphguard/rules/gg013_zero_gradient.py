@@ -12,7 +12,8 @@ from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, StepCall, StepDone
 from ..lookup.names import resolve
 from ..lookup.origins import origin_of
-from ..model import Finding, Related
+from ..lookup.assigned import assigned_target
+from ..model import Finding, Related, SourceLoc, Subject
 from .base import Rule, display
 from .context import RuleContext
 
@@ -32,6 +33,13 @@ class ZeroGradient(Rule):
     every step so far (at least two), when the backward graph passed from them through an op whose
     derivative is zero almost everywhere: `round`, `floor`, `ceil`, `trunc`, `sign`. It names the
     parameter and the op and its line.
+
+    When all of a module's parameters are stuck, the finding names the first one as written
+    (`model.fc.weight`) and the module as `held-by`.
+
+    As a warning, it also fires before backward when one term of a sum reaches the optimized
+    parameters only through such an op while the other terms train them (`loss + (sign(pred) -
+    sign(y)).pow(2).sum()`): the gradient is not zero, but that term contributes nothing to it.
 
     ## Why is this bad?
     Nothing crashes and `.grad` is not `None`, so the usual checks pass; but the gradient of a step
@@ -70,11 +78,14 @@ class ZeroGradient(Rule):
         self.moved: WeakIdMap[bool] = WeakIdMap()  # param -> had a non-zero gradient once
         self.reported: WeakIdMap[bool] = WeakIdMap()
         self.closure_opt: Any = None
+        self.dead_reported: set[tuple[str, int]] = set()  # lines of terms reported (_dead_terms)
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
-            if ctx.recording_details():
+            if ctx.recording_details() and event.scan is not None:
                 self._scan(event, ctx)
+                if event.api == "backward" and ctx.any_optimized():
+                    return self._dead_terms(event, ctx)
             return None
         if isinstance(event, StepCall) and event.closure:
             self.closure_opt = event.optimizer
@@ -98,6 +109,88 @@ class ZeroGradient(Rule):
                 leaf = leaf_of(m)
                 if leaf is not None and leaf not in self.behind:
                     self.behind[leaf] = info
+
+    def _dead_terms(self, event: BackwardCall, ctx: RuleContext) -> list[Finding]:
+        """One term of a sum whose only paths to the optimized parameters pass through a
+        zero-derivative op, while the other terms train them: the parameters get a gradient (so
+        the step-time check stays quiet), but none from that term (`loss + (sign(pred) - sign(y))
+        .pow(2).sum()`). Judged on the graph before backward, once per line."""
+        scan = event.scan
+        nodes = scan.nodes
+        if scan.truncated or not nodes:
+            return []
+        zero = {i for i, n in enumerate(nodes) if type(n).__name__ in ZERO_DERIVATIVE}
+        if not zero:
+            return []
+        opt = [i for i in scan.leaf_index if ctx.is_optimized(getattr(nodes[i], "variable", None))]
+        if not opt:
+            return []
+        index = {id(n): i for i, n in enumerate(nodes)}
+        children: list[list[int]] = [[] for _ in nodes]
+        parents: list[list[int]] = [[] for _ in nodes]
+        for i, n in enumerate(nodes):
+            for nf, _ in getattr(n, "next_functions", ()):
+                j = index.get(id(nf)) if nf is not None else None
+                if j is not None:
+                    children[i].append(j)
+                    parents[j].append(i)
+        reach = _upward(opt, parents, set())
+        live = _upward(opt, parents, zero)  # reaches a parameter without a zero-derivative op
+        if 0 not in live:
+            return []  # nothing trains: the step-time check judges the parameters
+        trained = _downward(0, children, zero) & set(opt)  # parameters some term trains
+        out = []
+        for i in sorted(live):
+            if type(nodes[i]).__name__ not in _SUMS:
+                continue
+            for t in children[i]:
+                if t in live or t not in reach or t in zero:
+                    continue
+                z = _first_zero(t, children, reach, live, zero)
+                # only when the parameters behind the op learn from the other terms: a parameter
+                # whose every path is cut gets an all-zero gradient, which the step-time check reports
+                if z is None or not (_downward(z, children, set()) & trained):
+                    continue
+                f = self._dead_term_finding(ctx, event, nodes[i], [nodes[k] for k in _chain(t, z, children)], nodes[z])
+                if f is not None:
+                    out.append(f)
+        return out[:4]
+
+    def _dead_term_finding(self, ctx: RuleContext, event: BackwardCall, total: Any,
+                           chain: list[Any], op_node: Any) -> Finding | None:
+        st, zt = ctx.stamp(chain[0]), ctx.stamp(total)
+        if st is None or not st.site:
+            return None
+        key = (st.site[0].file, st.site[0].line)
+        if key in self.dead_reported:
+            return None
+        self.dead_reported.add(key)
+        # the term as written: the first value on its way down to the op that the user named
+        # apart from the sum (`penalty = ...` added by `total = loss + 0.1 * penalty`), else the
+        # sum's own target when the term is written inline (`losses = losses + torch.sum(...)`)
+        sum_w = assigned_target(zt.site) if zt and zt.site else None
+        w = None
+        for node in chain:
+            sn = ctx.stamp(node)
+            cand = assigned_target(sn.site) if sn and sn.site else None
+            if cand is not None and (sum_w is None or cand[0] != sum_w[0]):
+                w = cand
+                break
+        w = w or sum_w or assigned_target(st.site)
+        name, where = (w[0], SourceLoc.from_frame(w[1])) if w else (None, ctx.loc(st.site))
+        zt = ctx.stamp(op_node)
+        op = ZERO_DERIVATIVE[type(op_node).__name__]
+        line = zt.site[0].line if zt and zt.site else "?"
+        related = [Related("fix-at", None, op, ctx.loc(zt.site), zt.iteration)] if zt and zt.site else []
+        fix = (f"the term's gradient through `{op}` at line {line} is zero: use a smooth surrogate "
+               f"(tanh(k * x) for sign, a sigmoid for a step) or a straight-through estimator "
+               f"`x + (x.{op}() - x).detach()`")
+        subject = Subject(name, "tensor", "", where, st.iteration)
+        f = self.finding(ctx, subject, ctx.loc(event.site), fix,
+                         {"op": f"`{op}`", "line": line, "fix": fix,
+                          "name": display(name, "A term of the loss")}, related, severity="warning")
+        f.template = _TERM_TEMPLATE  # the sentence for a term, not for a parameter
+        return f
 
     def _judge(self, event: Any, ctx: RuleContext) -> list[Finding]:
         zero = []
@@ -124,19 +217,91 @@ class ZeroGradient(Rule):
             p = members[0]
             op, site, it = self.behind.get(p)
             subject = ctx.subject(p, kind="parameter")
+            held: list[Related] = []
             if label is not None:
-                subject = replace(subject, name=label, kind="module",
-                                  created_at=origin_of(module) or subject.created_at)
+                # all of a module's parameters are stuck: name the first one as written
+                # (`model.fc.weight`), dated by the line that builds the module; the module and
+                # its other parameters go in `related`
+                made = origin_of(module)
+                subject = replace(subject, created_at=made or subject.created_at)
+                held = [Related("held-by", label, None, made)]
+                for q in members[1:4]:
+                    hq = ctx.name_of(q)
+                    held.append(Related("unreachable", hq.name if hq else None, None, None))
             if subject.created_at is None:
                 subject = replace(subject, created_at=origin_of(p))
             line = site[0].line if site else "?"
             fix = (f"use a straight-through estimator at line {line}: `x + (x.{op}() - x).detach()` "
                    f"instead of `x.{op}()`, or a smooth surrogate (tanh, sigmoid) while training")
             related = [Related("fix-at", None, op, ctx.loc(site), it)] if site else []
+            related += held
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
                                     {"op": f"`{op}`", "line": line, "fix": fix,
                                      "name": display(subject.name, "A parameter")}, related))
         return out
+
+
+_SUMS = frozenset({"AddBackward0", "AddBackward1", "SubBackward0", "SubBackward1"})
+_TERM_TEMPLATE = ("{name} adds a term to the loss whose only path to the optimized parameters goes "
+                  "through {op} at line {line}: its derivative is zero, so that term trains "
+                  "nothing while the other terms do. Fix: {fix}")
+
+
+def _upward(starts: list[int], parents: list[list[int]], blocked: set[int]) -> set[int]:
+    """Nodes from which one of `starts` is reached, not passing through `blocked` nodes."""
+    seen = {i for i in starts if i not in blocked}
+    stack = list(seen)
+    while stack:
+        for p in parents[stack.pop()]:
+            if p not in seen and p not in blocked:
+                seen.add(p)
+                stack.append(p)
+    return seen
+
+
+def _chain(start: int, end: int, children: list[list[int]]) -> list[Any]:
+    """Indices on a shortest path from `start` down to `end` (both included)."""
+    prev = {start: -1}
+    queue = [start]
+    while queue:
+        i = queue.pop(0)
+        if i == end:
+            break
+        for c in children[i]:
+            if c not in prev:
+                prev[c] = i
+                queue.append(c)
+    path, i = [], end
+    while i != -1 and i in prev:
+        path.append(i)
+        i = prev[i]
+    return path[::-1]
+
+
+def _downward(start: int, children: list[list[int]], blocked: set[int]) -> set[int]:
+    """Nodes reached from `start` (included) without passing through `blocked` nodes."""
+    seen, stack = {start}, [start]
+    while stack:
+        for c in children[stack.pop()]:
+            if c not in seen and c not in blocked:
+                seen.add(c)
+                stack.append(c)
+    return seen
+
+
+def _first_zero(start: int, children: list[list[int]], reach: set[int], live: set[int],
+                zero: set[int]) -> int | None:
+    """The first zero-derivative node below `start` on its paths to the parameters."""
+    seen, queue = {start}, [start]
+    while queue:
+        i = queue.pop(0)
+        if i in zero:
+            return i
+        for c in children[i]:
+            if c not in seen and c in reach and c not in live:
+                seen.add(c)
+                queue.append(c)
+    return None
 
 
 def _group(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[str | None, list, Any]]:

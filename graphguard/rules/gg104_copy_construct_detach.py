@@ -3,7 +3,8 @@ from __future__ import annotations
 
 
 from ..events import CopyConstruct
-from ..model import Finding, Related
+from ..lookup.assigned import assigned_target
+from ..model import Finding, Related, SourceLoc, Subject
 from .base import Rule, display
 from .context import RuleContext
 
@@ -14,6 +15,9 @@ class CopyConstructDetach(Rule):
     """## What it does
     Fires when `torch.tensor(...)`, `torch.as_tensor(...)` or `.new_tensor(...)` is built from
     tensors that require grad (also inside a list: `torch.tensor([a[0], a[1]])`).
+
+    The finding names the copy as the user assigned it (`log_probs = torch.tensor([...])`), the
+    tensor made without history; the tensors it copies are `source` entries.
 
     ## Why is this bad?
     The copy has no history: gradients stop there, silently. With `requires_grad=True` on the
@@ -38,7 +42,7 @@ class CopyConstructDetach(Rule):
     slug = "copy-construct-detach"
     severity = "warning"
     summary = "torch.tensor(...) and friends built from tensors that require grad drop their history"
-    template = "{func}(...) copies {name}, which requires grad: the copy has no history. Fix: {fix}"
+    template = "{func}(...) copies {source}, which requires grad{copy}: the copy has no history. Fix: {fix}"
     events = (CopyConstruct,)
 
     def check(self, event: CopyConstruct, ctx: RuleContext) -> list[Finding] | None:
@@ -49,11 +53,23 @@ class CopyConstructDetach(Rule):
                 hit = ctx.name_of(s._base)
             if hit is not None and all(h.name != hit.name for h in hits):
                 hits.append(hit)
-        subject = ctx.subject(hits[0].value if hits else event.sources[0], hit=hits[0] if hits else None)
-        name = subject.name
+        source = ctx.subject(hits[0].value if hits else event.sources[0], hit=hits[0] if hits else None)
         fix = ("use torch.stack([...]) to keep the graph, or .detach().clone() the sources if a "
                "new, separate tensor is meant")
-        related = [Related("source", h.name, None, None) for h in hits[1:]]
+        # the subject is the copy, the tensor made without history, as the user wrote it
+        # (`log_probs = torch.tensor([...])`); its sources are `source` entries (the fix detaches
+        # them). A copy assigned to no name is described by what it copies.
+        made = assigned_target(event.site) if event.site else None
+        related = [Related("source", h.name, None, source.created_at if k == 0 else None)
+                   for k, h in enumerate(hits[:4])]
+        if made is not None:
+            subject = Subject(made[0], "tensor", "", SourceLoc.from_frame(made[1]), ctx.iteration)
+            related += ctx.fix_at(made[1], made[0], f"{event.func}(...) copy")
+        else:
+            subject, related = source, related[1:]
+        what = display(hits[0].name if hits else None, "a tensor")
+        copy = f" into {display(made[0])}" if made is not None else ""
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"func": event.func, "fix": fix, "name": display(name, "a tensor")},
+                             {"func": event.func, "fix": fix, "source": what, "copy": copy,
+                              "name": display(subject.name, "a tensor")},
                              related)]

@@ -29,7 +29,7 @@ def run(ste):
         opt.zero_grad()
         loss = F.mse_loss(model(x), x)
         loss.backward()
-        opt.step()  # expect: GG013 model.enc
+        opt.step()  # expect: GG013 model.enc.weight
     return model
 
 

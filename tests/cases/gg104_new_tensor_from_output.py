@@ -14,7 +14,7 @@ def setup():
 def buggy():
     net, x = setup()
     pred = net(x)
-    scaled = x.new_tensor(pred)  # expect: GG104 pred
+    scaled = x.new_tensor(pred)  # expect: GG104 scaled
     assert not scaled.requires_grad
 
 

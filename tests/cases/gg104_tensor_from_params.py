@@ -8,7 +8,7 @@ def buggy():
     scale = torch.tensor([2.0, 3.0], requires_grad=True)
     opt = torch.optim.SGD([scale], lr=0.1)
     points = torch.randn(10, 2)
-    diag = torch.tensor([scale[0], scale[1]])  # expect: GG104 scale
+    diag = torch.tensor([scale[0], scale[1]])  # expect: GG104 diag
     loss = (points * diag).pow(2).mean() + scale.sum() * 0
     opt.zero_grad()
     loss.backward()
