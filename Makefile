@@ -22,8 +22,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2 tests
 
+# per-step overhead (interleaved, CPU time), then whole clean programs of benchmarks/realbugs
 bench: $(VENV)/.installed
 	$(PY) benchmarks/overhead.py
+	$(PY) benchmarks/programs.py --summary-only
 
 # graphguard, plain PyTorch and detect_anomaly on benchmarks/realbugs; rewrites docs/accuracy.md
 accuracy: $(VENV)/.installed

@@ -1,7 +1,8 @@
 """Where GraphGuard's steady-state cost goes: one guard, parts switched off step by step.
 
 Inside one guard in light mode, each timed step runs with the whole guard on, with it off
-(dormant, saved-tensor hooks popped), or with one part off; the variants alternate step by step
+(dormant), or with one part off (the pre-backward saved-value check, the rules, the marks written
+after backward, the whole backward check); the variants alternate step by step
 in a shuffled order, so that a machine whose load drifts (2 shared cores) hits all of them alike.
 The difference of medians is each part's marginal cost per step. A tool for profiling, not a
 budget check (overhead.py is).
@@ -23,21 +24,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
+import graphguard.guard as guard_module  # noqa: E402
 from graphguard import GraphGuard  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 __all__ = ["measure_parts"]
 
-PARTS = ["off", "on", "no_saved_hooks", "no_rules", "no_backward_check"]
+PARTS = ["off", "on", "no_saved_check", "no_rules", "no_marks", "no_backward_check"]
 
 
 def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
     """Switch `part` off; return what switches it back on."""
-    autograd = torch._C._autograd
-    if part in ("off", "no_saved_hooks"):
-        g._pop_saved_hooks()
+    if g.rec.saved_hooks_on:  # light mode has none (NOTE in guard.py); a re-armed guard would
+        raise RuntimeError("the guard is recording: parts are measured in light mode")
     if part == "off":
         g._dormant = True
+    adopt = guard_module.adopt_modified_saved
+    if part == "no_saved_check":
+        guard_module.adopt_modified_saved = lambda nodes, unpack, adopt: 0
+    if part == "no_marks":
+        g._mark_nodes = lambda call, mark: None  # type: ignore[method-assign]
     sink = g.rec.sink
     if part == "no_rules":
         g._dispatch = lambda event, raising=True: None  # type: ignore[method-assign]
@@ -46,8 +52,8 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         g._backward = lambda api, orig, args, kwargs: orig(*args, **kwargs)  # type: ignore[method-assign]
 
     def undo() -> None:
-        if part in ("off", "no_saved_hooks"):
-            autograd._push_saved_tensors_default_hooks(g.rec.pack, g.rec.unpack)
+        guard_module.adopt_modified_saved = adopt
+        g.__dict__.pop("_mark_nodes", None)
         g._dormant = False
         g.__dict__.pop("_dispatch", None)
         g.rec.sink = sink

@@ -153,6 +153,110 @@ def _transformer() -> Step:
     return step
 
 
+def _transformer_small() -> Step:
+    """The small-op transformer: d_model 64, where per-op and per-node costs show most."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.1,
+                                       batch_first=True)
+    enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    head = nn.Linear(64, 10)
+    opt = torch.optim.AdamW([*enc.parameters(), *head.parameters()], lr=1e-4)
+    x, y = torch.randn(16, 32, 64), torch.randint(0, 10, (16,))
+
+    def step() -> float:
+        opt.zero_grad()
+        loss = F.cross_entropy(head(enc(x).mean(dim=1)), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+class _GPTBlock(nn.Module):
+    """A pre-norm GPT block written out as minGPT/nanoGPT do: causal self-attention and an MLP."""
+
+    def __init__(self, d: int, heads: int, seq: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (d // self.heads) ** 0.5)
+        att = F.softmax(att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+def _gpt() -> Step:
+    torch.manual_seed(0)
+    vocab, d, seq, batch = 256, 96, 48, 8
+    emb, pos = nn.Embedding(vocab, d), nn.Parameter(torch.zeros(1, seq, d))
+    blocks = nn.Sequential(*[_GPTBlock(d, 4, seq) for _ in range(3)])
+    ln, head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+    params = [*emb.parameters(), pos, *blocks.parameters(), *ln.parameters(), *head.parameters()]
+    opt = torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1)
+    x = torch.randint(0, vocab, (batch, seq))
+    y = torch.randint(0, vocab, (batch, seq))
+
+    def step() -> float:
+        logits = head(ln(blocks(emb(x) + pos)))
+        loss = F.cross_entropy(logits.view(-1, vocab), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+class _BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                      if stride != 1 or cin != cout else nn.Identity())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.b1(self.c1(x)), inplace=True)
+        return F.relu(self.b2(self.c2(out)) + self.short(x))
+
+
+def _resnet() -> Step:
+    """A ResNet-style CNN step (CIFAR ResNet shape, narrowed): stem, 3 stages of 2 basic blocks
+    with BatchNorm and in-place ReLU, SGD with momentum and weight decay."""
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True)]
+    cin = 16
+    for cout, stride in [(16, 1), (32, 2), (64, 2)]:
+        layers += [_BasicBlock(cin, cout, stride), _BasicBlock(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    model = nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    x, y = torch.randn(16, 3, 32, 32), torch.randint(0, 10, (16,))
+
+    def step() -> float:
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
 def _ellipse() -> Step:
     # examples/ellipse/fixed.py itself, one train_step per benchmark step
     spec = importlib.util.spec_from_file_location("gg_bench_ellipse_fixed",
@@ -175,13 +279,18 @@ def _ellipse() -> Step:
 
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in [
-    Workload("mlp", "MLP step, batch 64, 3x512 hidden, SGD", 1.10, _mlp),
-    Workload("cnn", "small CNN step, 32x32 images, batch 32, Adam", 1.10, _cnn),
-    Workload("lstm", "nn.LSTM step, seq 35, batch 20, hidden 200, 2 layers", 1.10, _lstm),
-    Workload("lstm_cell", "nn.LSTMCell loop unrolled in Python, 35 steps", 1.5, _lstm_cell),
-    Workload("transformer", "TransformerEncoder step, 2 layers, d=128, seq 32, batch 16", 1.10,
+    Workload("mlp", "MLP step, batch 64, 3x512 hidden, SGD", 1.05, _mlp),
+    Workload("cnn", "small CNN step, 32x32 images, batch 32, Adam", 1.05, _cnn),
+    Workload("resnet", "ResNet-style CNN step, 3 stages of 2 basic blocks, BatchNorm, batch 16", 1.05,
+             _resnet),
+    Workload("lstm", "nn.LSTM step, seq 35, batch 20, hidden 200, 2 layers", 1.05, _lstm),
+    Workload("lstm_cell", "nn.LSTMCell loop unrolled in Python, 35 steps", 1.25, _lstm_cell),
+    Workload("transformer_small", "TransformerEncoder step, 2 layers, d=64, seq 32, batch 16", 1.05,
+             _transformer_small),
+    Workload("transformer", "TransformerEncoder step, 2 layers, d=128, seq 32, batch 16", 1.05,
              _transformer),
-    Workload("ellipse", "examples/ellipse/fixed.py train_step (a loop of small ops)", 1.5, _ellipse),
+    Workload("gpt", "GPT-style stack, 3 blocks, d=96, seq 48, AdamW, grad clipping", 1.05, _gpt),
+    Workload("ellipse", "examples/ellipse/fixed.py train_step (a loop of small ops)", 1.25, _ellipse),
 ]}
 
 

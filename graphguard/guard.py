@@ -645,13 +645,16 @@ class GraphGuard:
             # whatever comes next (a freeing backward or a step) closes it. A retained backward
             # here (R1 penalty in a gradient-accumulation micro-batch) belongs to the next iteration.
             it += 1
-        mark = Mark(call.index, it, call.site, call.retain_graph)
-        key = self._mark_key
-        for node in call.scan.nodes:
-            node.metadata[key] = mark
+        self._mark_nodes(call, Mark(call.index, it, call.site, call.retain_graph))
         self._dispatch(BackwardDone(call.site, call), raising=False)
         if not call.retain_graph:
             self._pending_boundary = True
+
+    def _mark_nodes(self, call: BackwardCall, mark: Mark) -> None:
+        """Every walked node remembers this backward (GG001/GG003/GG004/GG102 read it later)."""
+        key = self._mark_key
+        for node in call.scan.nodes:
+            node.metadata[key] = mark
 
     # ---- optimizer -----------------------------------------------------------------------------
     def _wrap_add_param_group(self, orig: Callable[..., Any]) -> Callable[..., Any]:

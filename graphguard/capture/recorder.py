@@ -368,6 +368,8 @@ class Recorder:
 
     def modified_packs(self) -> list[Packed]:
         """Live saved tensors changed in place since they were saved (usually none: cheap)."""
+        if not self.packs:  # light mode: none are made (only adopted ones, when changed)
+            return []
         # `_version` reads would each pass through our own mode (~10 us): switch it off here.
         with torch._C.DisableTorchFunction():
             return [p for p in list(self.packs) if p.tensor._version != p.version]

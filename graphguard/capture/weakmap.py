@@ -38,7 +38,8 @@ class WeakIdMap(Generic[V]):
         key = id(obj)
         e = self.entries.get(key)
         if e is not None and e[0]() is obj:
-            self.entries[key] = (e[0], value)
+            if e[1] is not value:  # the same value again (a flag set every step): nothing to do
+                self.entries[key] = (e[0], value)
             return
         self.entries[key] = (weakref.ref(obj, _remover(weakref.ref(self), key)), value)
 
