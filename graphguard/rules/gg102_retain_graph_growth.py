@@ -1,12 +1,14 @@
 """GG102 retain-graph-growth: retain_graph=True in a loop keeps re-running an ever older graph."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
 import torch
 
-from ..lookup.names import NameHit, find_name
+from ..lookup.assigned import name_where_made
+from ..lookup.names import NameHit, find_name, resolve
 from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.growth import Growth
@@ -17,6 +19,7 @@ from .context import RuleContext
 __all__ = ["RetainGraphGrowth"]
 
 MAX_SITES = 256  # backward lines whose graph size is remembered
+REWALKS = 3  # retained backwards of one line, in one iteration, each re-walking a larger graph
 
 
 class RetainGraphGrowth(Rule):
@@ -70,6 +73,8 @@ class RetainGraphGrowth(Rule):
         self.walked: dict[tuple, tuple[int, int]] = {}  # backward line -> (iteration, nodes walked)
         self.reported: set[tuple] = set()  # backward lines already reported (once is enough)
         self.series: dict[tuple, Growth] = {}  # reported backward line -> its walked-graph sizes
+        # backward line -> (iteration, growing retained re-walks in a row, nodes walked last)
+        self.rewalks: dict[tuple, tuple[int, int, int]] = {}
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         if not event.retain_graph or event.scan is None:
@@ -80,7 +85,10 @@ class RetainGraphGrowth(Rule):
         series = self.series.get(key)
         if series is not None:  # the reported line's graph, one more point for the growth plot
             series.add(ctx.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
+        rewalk = self._rewalk(event, ctx, key)
         a = ctx.shared(analyze, event)
+        if a.kind == "none" and rewalk is not None:
+            return self._within_iteration(event, ctx, key, rewalk)
         if a.kind != "retained":
             return None  # freed: PyTorch will raise, and GG001/GG003/GG004 say why
         line = site_key(event.site[:1])
@@ -112,6 +120,74 @@ class RetainGraphGrowth(Rule):
                          {"stale": len(a.members), "since": since, "growth": growth, "why": why,
                           "fix": fix, "name": display(name, "the tensor carried over")},
                          related, graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}", ctx.creation))
+        f.details["growth"] = series.details
+        return [f]
+
+    # ---- one line's retained backwards re-walking a growing graph inside one iteration -----
+    def _rewalk(self, event: BackwardCall, ctx: RuleContext, key: tuple | None) -> int | None:
+        """Follow this line's retained backwards within the iteration; the walk index of the
+        first node (nearest the root) an earlier retained backward of this line and iteration
+        already ran through, once REWALKS such calls in a row each walked a larger graph."""
+        if key is None:
+            return None
+        scan, it = event.scan, ctx.iteration
+        n = len(scan.nodes)
+        first = None
+        for i in scan.marked_index:  # the nodes some earlier backward ran through (walk order)
+            m = scan.marks[i]
+            if m is not None and m.retained and m.iteration == it and m.site and event.site \
+                    and m.site[0][:2] == event.site[0][:2]:
+                first = i
+                break
+        prev = self.rewalks.get(key)
+        if first is None or prev is None or prev[0] != it or n <= prev[2]:
+            self.rewalks[key] = (it, 0, n) if len(self.rewalks) < MAX_SITES or key in self.rewalks else prev
+            return None
+        count = prev[1] + 1
+        self.rewalks[key] = (it, count, n)
+        return first if count >= REWALKS else None
+
+    def _within_iteration(self, event: BackwardCall, ctx: RuleContext, key: tuple, first: int) -> list[Finding] | None:
+        """Several backward(retain_graph=True) calls of one line in one iteration, each re-running
+        the part the previous one walked and more (a loss per layer or per time step): the cost
+        grows with every call and nothing is freed until the iteration ends."""
+        if key in self.reported:
+            return None
+        self.reported.add(key)
+        node = event.scan.nodes[first]
+        st = ctx.stamp(node)
+        hit = ctx.name_of_node(node)
+        name = hit.name.split("[", 1)[0] if hit is not None and hit.scope == "element" else None
+        if hit is not None and name is not None:
+            holder = resolve(name, ctx.frames())
+            subject = ctx.subject(holder.value if holder else None, hit=holder or hit,
+                                  site=st.site if st else None, iteration=st.iteration if st else None)
+            subject = dataclasses.replace(subject, name=name, kind="tensor")
+        elif hit is not None:
+            subject = ctx.subject(hit.value, hit=hit, site=st.site if st else None,
+                                  iteration=st.iteration if st else None)
+        else:
+            made = name_where_made(node, st.site if st else None)
+            subject = ctx.subject(None, site=st.site if st else None, iteration=st.iteration if st else None)
+            if made is not None:
+                subject = dataclasses.replace(subject, name=made[0], created_at=(
+                    ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
+        name = subject.name
+        calls = self.rewalks[key][1] + 1
+        fix = ("Sum the losses and call backward once after the loop, or take each loss's "
+               "gradients with torch.autograd.grad(loss, params, retain_graph=True) and accumulate "
+               f"them; every call re-runs {display(name, 'the shared graph')} from the start")
+        m = event.scan.marks[first]
+        related = [Related("retained-by", None, "backward", ctx.loc(m.site) if m else None, m.iteration if m else None)]
+        related += ctx.fix_at(ctx.loc(event.site), name, "one backward on the summed losses")
+        growth = f" ({calls} calls on this line in iteration {ctx.iteration}, {len(event.scan.nodes)} nodes walked now)"
+        f = self.finding(ctx, subject, ctx.loc(event.site), fix,
+                         {"stale": len(event.scan.marked_index) - len(event.scan.leaf_index & set(event.scan.marked_index)),
+                          "since": ctx.iteration, "growth": growth,
+                          "why": "re-run by every retained backward of this iteration, each reaching further",
+                          "fix": fix, "name": display(name, "the shared graph")}, related)
+        series = self.series[key] = Growth()
+        series.add(ctx.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
         f.details["growth"] = series.details
         return [f]
 
