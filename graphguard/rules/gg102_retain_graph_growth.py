@@ -8,7 +8,8 @@ from typing import Any
 import torch
 
 from ..lookup.assigned import name_where_made
-from ..lookup.names import NameHit, find_name, resolve
+from ..lookup.names import NameHit, find_name, find_names, resolve
+from ..lookup.source import assigned_targets
 from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.growth import Growth
@@ -225,6 +226,10 @@ class RetainGraphGrowth(Rule):
             key = site_key(st.site)
             hit = find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is not None
                             and (s := ctx.stamp(v.grad_fn)) is not None and site_key(s.site) == key)
+        if hit is None and not a.carried:
+            oldest = _oldest_named(event, a, ctx)
+            if oldest is not None:
+                hit, st = oldest
         if hit is None:
             hit = ctx.name_of_node(node)
         return hit, st
@@ -239,3 +244,29 @@ def _detach(name: str, hit: NameHit | None) -> str:
         if holder is not None and holder.name == base:
             return f"{base} = tuple(t.detach() for t in {base})"
     return f"{name} = {name}.detach()"
+
+
+def _oldest_named(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext) -> tuple[NameHit, Any] | None:
+    """The oldest tensor of the re-run part that the user still holds under the name its creation
+    line assigned (`encoded = encoder(...)`, which every stored item hangs on), with its stamp: what
+    the kept graphs were built on. One name look-up for all live tensors, then a pass over the
+    stale nodes."""
+    named: dict[int, list[NameHit]] = {}
+    for h in find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is not None):
+        if h.scope in ("local", "global"):
+            named.setdefault(id(h.value.grad_fn), []).append(h)
+    if not named:
+        return None
+    best: tuple[int, NameHit, Any] | None = None
+    nodes = event.scan.nodes
+    for i in a.members:
+        hits = named.get(id(nodes[i]))
+        st = ctx.stamp(nodes[i]) if hits else None
+        if st is None or not st.site or (best is not None and st.epoch >= best[0]):
+            continue
+        for h in hits:
+            made = [fr for fr in st.site if fr.file == h.frame.file and fr.function == h.frame.function]
+            if made and h.name in assigned_targets(made[0].file, made[0].line):
+                best = (st.epoch, h, st)
+                break
+    return (best[1], best[2]) if best is not None else None
