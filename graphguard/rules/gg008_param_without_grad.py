@@ -9,12 +9,14 @@ import torch
 import weakref
 
 from ..capture.weakmap import WeakIdMap
-from ..lookup.owners import user_modules
-from ..events import BackwardDone, ParamGroupAdded, StepCall, StepDone
+from ..lookup.owners import find_owner, user_modules
+from ..events import BackwardDone, GradRead, GuardExit, ParamGroupAdded, StepCall, StepDone
 from ..lookup.names import resolve
 from ..lookup.origins import origin_of
 from ..model import Finding, Related
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
+from .shared.modules import is_container
+from .shared.reads import read_by_user
 from .base import Rule, display
 from .context import RuleContext
 
@@ -63,7 +65,7 @@ class ParamWithoutGrad(Rule):
     severity = "error"
     summary = "an optimized parameter got no gradient: its path to the loss was cut or never made"
     template = "{name} is optimized but received no gradient: {why}. Fix: {fix}"
-    events = (StepCall, StepDone, BackwardDone, ParamGroupAdded)
+    events = (StepCall, StepDone, BackwardDone, ParamGroupAdded, GradRead, GuardExit)
 
     UNREACHED_STEPS = 2  # steps with .grad None before a partly unreached optimizer is reported
 
@@ -80,14 +82,28 @@ class ParamWithoutGrad(Rule):
         self.reached: WeakIdMap[bool] = WeakIdMap()  # param -> got a gradient at some step
         self.reported: WeakIdMap[bool] = WeakIdMap()  # param -> already reported as unreached
         self.last_leaves: list[Any] = []
+        self.read_reported: WeakIdMap[int] = WeakIdMap()  # param -> backward count when its read was
+        # the last `.grad` read of an optimized parameter that returned None after a backward:
+        # (weakref, read site, subject, backward count), explained if the program then fails on it
+        self.none_read: tuple[Any, Any, Any, int] | None = None
+        self.step_backwards = 0  # backward calls seen at the latest step of any optimizer
+        self.root_cuts: set[int] = set()  # cut indices behind the roots of recent backwards
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardDone):
             self.backwards += 1
+            # the cuts the loss was computed from: the ones that explain a missing gradient (a
+            # `w.detach().clone()` snapshot for logging is a cut too, but not on the loss's path)
+            for r in event.call.roots[:8]:
+                self.root_cuts.update(c.index for c in ctx.cuts_behind(r))
             if ctx.recording_details():
                 # the leaves the last backward reached (weakly): which model the loss came from
                 self.last_leaves = [weakref.ref(v) for v in event.call.scan.leaves[:4096]]
             return None
+        if isinstance(event, GradRead):
+            return self._judge_read(event, ctx)
+        if isinstance(event, GuardExit):
+            return self._explain_none_read(event, ctx)
         if isinstance(event, ParamGroupAdded):
             if event.optimizer not in self.opt_sites:
                 self.opt_sites[event.optimizer] = event.site
@@ -102,12 +118,20 @@ class ParamWithoutGrad(Rule):
         return self._judge(event, ctx)
 
     def _judge(self, event: Any, ctx: RuleContext) -> list[Finding]:
+        self.step_backwards = self.backwards
+        try:
+            return self._judge_step(event, ctx)
+        finally:
+            self.root_cuts.clear()  # the next step is judged by the backwards before it
+
+    def _judge_step(self, event: Any, ctx: RuleContext) -> list[Finding]:
         start, self.window_start = self.window_start, ctx.iteration + (0 if isinstance(event, StepDone) else 1)
         opt = event.optimizer
         backwards = self.backwards - self.seen.get(opt, 0)
         self.seen[opt] = self.backwards
         out = []
         unreached = []
+        cut: list[tuple[torch.Tensor, list]] = []
         trainable = 0
         for group in event.optimizer.param_groups:
             for p in group["params"]:
@@ -117,19 +141,136 @@ class ParamWithoutGrad(Rule):
                 if p.grad is not None:
                     self.reached[p] = True
                     continue
-                cuts = [c for c in ctx.cuts_for_leaf(p) if c.iteration >= start]
+                cuts = self._cuts(ctx, p, start)
                 if cuts:
-                    out.append(self._cut_finding(ctx, event, p, cuts))
+                    if self.read_reported.get(p) != self.backwards:
+                        cut.append((p, cuts))
                     continue
                 if backwards and p not in self.reached:
                     self.none_steps[p] = self.none_steps.get(p, 0) + 1
                     unreached.append(p)
-        if unreached and not out and ctx.recording_details():
+        for members, cuts in self._by_cut_module(ctx, cut):
+            out.append(self._cut_finding(ctx, event, members, cuts))
+        if unreached and not out and not cut and ctx.recording_details():
             out.extend(self._unreached(ctx, event, unreached, trainable))
         return out
 
-    def _cut_finding(self, ctx: RuleContext, event: Any, p: torch.Tensor, cuts: list) -> Finding:
+    def _judge_read(self, event: GradRead, ctx: RuleContext) -> list[Finding] | None:
+        """The user reads `.grad` of an optimized parameter after a backward, and it is None:
+        remembered, and explained if the program then fails on the None (`param.grad.data`)."""
+        p = event.tensor
+        if (not isinstance(p, torch.Tensor) or not ctx.is_optimized(p) or not p.requires_grad
+                or ctx.in_optimizer_step() or self.backwards <= self.step_backwards
+                or self.read_reported.get(p) == self.backwards):
+            return None  # only reads after a backward of this iteration
+        if p.grad is not None or not read_by_user():
+            return None
+        # a read that finds None may be by design (`if p.grad is not None`, a head unused this
+        # iteration): judged only if the program then fails on the None; the names are looked up
+        # now, while the frames are live (once per parameter and backward)
+        if self.none_read is None or self.none_read[0]() is not p or self.none_read[3] != self.backwards:
+            self.none_read = (weakref.ref(p), event.site, _param_subject(ctx, p), self.backwards)
+        return None
+
+    def _cuts(self, ctx: RuleContext, p: torch.Tensor, start: int) -> list:
+        """The recorded cuts behind `p` since `start`, those on the loss's path first (only those,
+        when there are some)."""
+        cuts = [c for c in ctx.cuts_for_leaf(p) if c.iteration >= start]
+        on_path = [c for c in cuts if c.index in self.root_cuts]
+        return on_path or cuts
+
+    def _explain_none_read(self, event: GuardExit, ctx: RuleContext) -> list[Finding] | None:
+        """The program failed on a `.grad` that was None (`param.grad.data`): the read was of an
+        optimized parameter that the last backward did not reach. Reported after the fact."""
+        pending, self.none_read = self.none_read, None
+        exc = event.exc
+        if pending is None or not isinstance(exc, (AttributeError, TypeError)) or "NoneType" not in str(exc):
+            return None
+        ref, site, subject, _ = pending
+        tb, line = exc.__traceback__, None
+        while tb is not None:  # the innermost frame in the file of the read
+            if site and tb.tb_frame.f_code.co_filename == site[0].file:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        if not site or line != site[0].line:
+            return None
+        p = ref()
+        name = subject.name
+        opt = next((o for o in (r() for r, _ in list(self.opt_sites.entries.values())) if o is not None
+                    and p is not None and any(q is p for g in o.param_groups for q in g["params"])), None)
+        made = ctx.loc(self.opt_sites.get(opt)) if opt is not None else None
+        cuts = self._cuts(ctx, p, self.window_start) if p is not None else []
+        if cuts:
+            line = cuts[0].site[0].line if cuts[0].site else "?"
+            why = (f"its path to the loss is cut by {describe_op(cuts[0])} at line {line}, so its "
+                   ".grad is None where the program reads it")
+        else:
+            why = ("the last backward did not reach it, so its .grad is None where the program "
+                   "reads it: its only path to the loss goes through an op with no gradient "
+                   "(integer indices of max/sort/topk, a comparison), or the forward does not use it")
+        fix = (f"keep {name or 'the parameter'} on a differentiable path to the loss (use the values, "
+               "not the indices; a soft selection), or skip parameters whose .grad is None")
+        related = cut_related(ctx, cuts)
+        if cuts and cuts[0].site:
+            related.append(Related("fix-at", None, describe_op(cuts[0]), ctx.loc(cuts[0].site)))
+        elif made is not None:
+            related.append(Related("fix-at", None, "optimizer", made))
+        return [self.finding(ctx, subject, ctx.loc(site), fix,
+                             {"why": why, "fix": fix, "name": display(name, "A parameter")},
+                             related, before_crash=False)]
+
+    def _by_cut_module(self, ctx: RuleContext, cut: list[tuple[torch.Tensor, list]]
+                       ) -> list[tuple[list[torch.Tensor], list]]:
+        """Cut parameters grouped by module: when every trainable parameter of a module the user
+        names (`model.encoder`) lost its gradient to the same cut, one group for the module."""
+        if len(cut) < 2:
+            return [([p], cuts) for p, cuts in cut]
+        by_label: dict[Any, list[tuple[torch.Tensor, list]]] = {}
+        for p, cuts in cut:
+            hit = ctx.name_of(p)
+            name = hit.name if hit else None
+            label = name.rsplit(".", 1)[0] if name and "." in name else None
+            key = (label, cuts[0].index) if label else id(p)
+            by_label.setdefault(key, []).append((p, cuts))
+        out = []
+        whole: dict[Any, list[tuple[list[torch.Tensor], list]]] = {}
+        for key, items in by_label.items():
+            members = [p for p, _ in items]
+            module = _resolve_module(key[0]) if isinstance(key, tuple) and len(members) > 1 else None
+            if module is None or not _covers(module, members):
+                out.extend(([p], cuts) for p, cuts in items)
+                continue
+            label = key[0]
+            # the layers of one container (`model.layers[0]`, `[1]`, ...), cut together: one group
+            up = label[:label.rfind("[")] if label.endswith("]") else None
+            whole.setdefault((up, key[1]) if up else key, []).append((members, items[0][1]))
+        for key, groups in whole.items():
+            members = [p for ms, _ in groups for p in ms]
+            parent = _resolve_module(key[0]) if len(groups) > 1 and isinstance(key[0], str) else None
+            if parent is not None and is_container(parent) and _covers(parent, members):
+                out.append((members, groups[0][1]))
+            else:
+                out.extend(groups)
+        return out
+
+    def _cut_finding(self, ctx: RuleContext, event: Any, params: list[torch.Tensor], cuts: list,
+                     read: bool = False) -> Finding:
+        p = params[0]
         subject = ctx.subject(p, kind="parameter")
+        if len(params) > 1 and subject.name:
+            label = subject.name.rsplit(".", 1)[0]
+            module = _resolve_module(label)
+            # a layer built inline in a container (`nn.Sequential(nn.Linear(...), ...)`) has no name
+            # of its own: the container's, when all of its parameters are cut as well
+            while module is not None and label[-1:] == "]":
+                up = label[:label.rfind("[")]
+                parent = _resolve_module(up)
+                if parent is None or not is_container(parent) or not _covers(parent, params):
+                    break
+                label, module = up, parent
+            if module is not None:
+                subject = replace(subject, name=label, kind="module",
+                                  created_at=origin_of(module) or subject.created_at)
         name = subject.name
         first = cuts[0]
         fix = fix_for_cut(first, name or "the parameter")
@@ -137,14 +278,18 @@ class ParamWithoutGrad(Rule):
         related = cut_related(ctx, cuts)
         if first.site:
             related.append(Related("fix-at", None, describe_op(first), ctx.loc(first.site), first.iteration))
+        related += [Related("no-gradient", ctx.name_of(q).name if ctx.name_of(q) else None, None,
+                            ctx.subject(q).created_at) for q in params[1:4]]
+        when = " (read as None after the backward)" if read else ""
         return self.finding(
             ctx, subject, ctx.loc(event.site), fix,
-            {"why": f"its path to the loss is cut by {describe_op(first)} at line {line}",
+            {"why": f"its path to the loss is cut by {describe_op(first)} at line {line}{when}",
              "op": describe_op(first), "line": line, "fix": fix,
              "name": display(name, "A parameter")},
             related,
-            graph=cut_snapshot(ctx, cuts, [p], f"GG008: {name or 'parameter'} gets no gradient",
-                               entry_site=event.site, entry_op="optimizer.step()"))
+            graph=cut_snapshot(ctx, cuts, params, f"GG008: {name or 'parameter'} gets no gradient",
+                               entry_site=event.site,
+                               entry_op=".grad read" if read else "optimizer.step()"))
 
     def _unreached(self, ctx: RuleContext, event: Any, params: list[torch.Tensor],
                    trainable: int) -> list[Finding]:
@@ -219,6 +364,24 @@ class ParamWithoutGrad(Rule):
             if ps and any(id(q) in reached for q in ps) and not any(id(q) in held for q in ps):
                 return name, module
         return None
+
+
+def _param_subject(ctx: RuleContext, p: torch.Tensor) -> Any:
+    """A parameter's subject named by its path in the user's model (`first_model.fc.weight`), not
+    by a loop variable that happens to hold it (`for param in model.parameters()`), and dated by
+    the line that builds its layer."""
+    subject = ctx.subject(p, kind="parameter")
+    owner = find_owner(p)
+    if owner is not None and owner.how == "registered":
+        subject = replace(subject, name=owner.path, created_at=origin_of(p) or subject.created_at)
+    return subject
+
+
+def _covers(module: torch.nn.Module, params: list[torch.Tensor]) -> bool:
+    """Whether `params` are all of `module`'s trainable parameters."""
+    want = {id(p) for p in params}
+    have = {id(q) for q in module.parameters() if q.requires_grad}
+    return bool(have) and have <= want
 
 
 def _resolve_module(label: str) -> Any:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +11,6 @@ import torch
 from ..capture.graph import summarize
 from ..lookup.names import find_name
 from ..lookup.owners import find_owner, user_modules
-from ..capture.sites import is_internal_file
 from ..capture.weakmap import WeakIdMap
 from ..lookup.source import (assignment_lines, attribute_assignment_lines, called_names,
                               enclosing_scope)
@@ -20,12 +18,12 @@ from .context import RuleContext, assigned_name
 from ..events import (BackwardCall, GradRead, GuardExit, InplaceOp, ParamGroupAdded, StepCall)
 from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 from .base import Rule, display
+from .shared.reads import read_by_user
 from .shared.modules import chain_to, is_container, smallest_holder, written_module_name
 from ..lookup.names import python_path
 
 __all__ = ["UnregisteredParameter"]
 
-_GG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 MAX_SEARCHES = 64  # owner searches for plain tensors (Parameters are always looked up)
 MAX_GROUPS = 256
 
@@ -77,15 +75,6 @@ def _attribute_made(file: str, path: str) -> SourceLoc | None:
         return None
     scope = enclosing_scope(file, lines[0])
     return SourceLoc.from_frame(Frame(file, lines[0], getattr(scope, "name", "<module>")))
-
-
-def _read_by_user() -> bool:
-    """Whether the `.grad` read being dispatched comes from the user's own code (not from
-    clip_grad_norm_, an optimizer or other torch internals reading every parameter)."""
-    f = sys._getframe(1)
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_GG_DIR):
-        f = f.f_back
-    return f is not None and not is_internal_file(f.f_code.co_filename)
 
 
 class UnregisteredParameter(Rule):
@@ -158,7 +147,7 @@ class UnregisteredParameter(Rule):
             self._collect(event, ctx)
         elif isinstance(event, GradRead):
             g = self.cands.get(event.tensor) if isinstance(event.tensor, torch.Tensor) else None
-            if g is not None and not g.used and _read_by_user():
+            if g is not None and not g.used and read_by_user():
                 g.used = True
         elif isinstance(event, InplaceOp):
             self._note_birth(event, ctx)

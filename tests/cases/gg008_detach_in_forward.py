@@ -29,7 +29,7 @@ def train(stop_gradient):
         loss = F.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
-        opt.step()  # expect: GG008 model.fc1.weight, GG008 model.fc1.bias
+        opt.step()  # expect: GG008 model.fc1
     return before, model
 
 
