@@ -25,6 +25,12 @@ Scores (over the buggy cases; `early` over the cases that crash under plain PyTo
   early     such a finding has before_crash: true (crash cases; baselines never);
   false alarms  clean programs with a finding of severity warning or error (baselines: a clean
             program that raises).
+
+The fix pass (skip it with --no-fix) runs `graphguard fix --json` on every case, each verification run
+cut to --fix-steps optimizer steps and --fix-runs runs per case:
+  patched   a buggy case where a verified patch removed a finding with one of the category's codes
+            and no finding with those codes was left without one;
+  changed   a clean case for which fix proposed a patch (must be none).
 """
 from __future__ import annotations
 
@@ -52,7 +58,8 @@ __all__ = ["TOOLS", "Outcome", "Score", "main", "run_tool", "score", "render_doc
 DOCS = ROOT / "docs" / "accuracy.md"
 VENV_BIN = ROOT / ".venv" / "bin"
 TOOLS = ("graphguard", "plain", "anomaly")
-TOOL_LABELS = {"graphguard": "graphguard", "plain": "plain PyTorch", "anomaly": "detect_anomaly"}
+TOOL_LABELS = {"graphguard": "graphguard", "plain": "plain PyTorch", "anomaly": "detect_anomaly",
+               "fix": "graphguard fix"}
 FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
@@ -69,6 +76,9 @@ class Outcome:
     named: bool = False
     early: bool = False
     alarm: bool = False  # clean cases: a false alarm
+    patched: bool = False  # fix: a verified patch for the category's finding (buggy cases)
+    changed: bool = False  # fix: a patch proposed for a clean case
+    patches: list[dict[str, Any]] = field(default_factory=list)  # fix: code, family, file:line
     findings: list[dict[str, Any]] = field(default_factory=list)  # graphguard: code, severity, name, lines
     error: str = ""  # baselines: the exception text (first 300 characters)
 
@@ -322,6 +332,49 @@ def run_tool(entry: dict[str, Any], tool: str, timeout: float = 60.0, cwd: Path 
     return o
 
 
+def _score_fix(entry: dict[str, Any], doc: dict[str, Any], o: Outcome) -> None:
+    o.patches = [{"code": p["finding"]["code"], "family": p["family"], "at": f"{p['file']}:{p['line']}",
+                  "also": sorted({a["code"] for a in p.get("also_fixes") or []})} for p in doc.get("patches") or []]
+    if entry.get("clean"):
+        o.changed = bool(o.patches)
+        return
+    codes = set(verify.CATEGORIES.get(entry.get("category", ""), ()))
+    fixed = any(p["code"] in codes or codes & set(p["also"]) for p in o.patches)
+    left = any(d.get("code") in codes for d in doc.get("unpatched") or [])
+    o.patched = fixed and not left
+    o.error = "; ".join(f"{r['finding']['code']} {r['family']}: {r['reason']}" for r in doc.get("rejected") or [])[:300]
+
+
+def run_fix(entry: dict[str, Any], steps: int, runs: int, timeout: float) -> Outcome:
+    """`graphguard fix` on one case (its files are only read: every run is on a scratch copy);
+    `timeout` bounds the whole case (its process group is killed then)."""
+    import signal
+    case = (verify.CASES / entry["file"]).resolve()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gg-accuracy-fix-") as tmp:
+        out = Path(tmp) / "fix.json"
+        cmd = _graphguard() + ["fix", "--max-steps", str(steps), "--max-runs", str(runs),
+                               "--timeout", str(max(10.0, timeout / 2)), "--json", str(out), str(case)]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, errors="replace", start_new_session=True)
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return Outcome(entry["file"], "fix", "timeout", time.perf_counter() - t0)
+        o = Outcome(entry["file"], "fix", "ok", time.perf_counter() - t0)
+        try:
+            doc = json.loads(out.read_text())
+        except (OSError, ValueError):
+            o.status = "no-report"
+            o.error = stderr.strip().splitlines()[-1][:300] if stderr.strip() else ""
+            return o
+        _score_fix(entry, doc, o)
+    return o
+
+
 # --------------------------------------------------------------------------------------------------
 # scores
 
@@ -339,6 +392,8 @@ class Score:
     early: int = 0
     alarms: int = 0
     timeouts: int = 0
+    patched: int = 0  # fix outcomes: buggy cases with a verified patch
+    changed: int = 0  # fix outcomes: clean cases with a proposed patch
 
 
 def score(entries: Iterable[dict[str, Any]], outcomes: Iterable[Outcome]) -> Score:
@@ -353,8 +408,10 @@ def score(entries: Iterable[dict[str, Any]], outcomes: Iterable[Outcome]) -> Sco
         if e.get("clean"):
             s.clean += 1
             s.alarms += o.alarm
+            s.changed += o.changed
             continue
         s.buggy += 1
+        s.patched += o.patched
         crash = (e.get("symptom") or {}).get("kind") == "raises"
         s.crash += crash
         s.detected += o.detected
@@ -391,17 +448,46 @@ def headline(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> list[str
 
 
 def per_category(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> list[str]:
-    """graphguard per category (clean programs last)."""
+    """graphguard per category (clean programs last); with a fix pass, its column too."""
     gg = [o for o in outcomes if o.tool == "graphguard"]
+    fx = [o for o in outcomes if o.tool == "fix"]
     rows = []
     for cat in sorted({e["category"] for e in entries if not e.get("clean")}):
-        s = score([e for e in entries if e["category"] == cat], gg)
-        rows.append([f"{cat} ({', '.join(verify.CATEGORIES.get(cat, ()))})", str(s.buggy)]
-                    + _row("", s)[1:6])
-    s = score([e for e in entries if e.get("clean")], gg)
+        mine = [e for e in entries if e["category"] == cat]
+        s = score(mine, gg or fx)  # a fix-only run: the case counts from the fix outcomes
+        row = [f"{cat} ({', '.join(verify.CATEGORIES.get(cat, ()))})", str(s.buggy)] + _row("", s)[1:6]
+        if fx:
+            f = score(mine, fx)
+            row.append(_pct(f.patched, f.buggy))
+        rows.append(row)
+    s = score([e for e in entries if e.get("clean")], gg or fx)
     if s.clean:
-        rows.append(["clean", str(s.clean), "", "", "", "", f"false alarms {_pct(s.alarms, s.clean)}"])
-    return _table(["category (codes)", "cases", "detected", "exact", "located", "named", "early"], rows)
+        row = ["clean", str(s.clean), "", "", "", "", f"false alarms {_pct(s.alarms, s.clean)}"]
+        if fx:
+            f = score([e for e in entries if e.get("clean")], fx)
+            row.append(f"changed {_pct(f.changed, f.clean)}")
+        rows.append(row)
+    header = ["category (codes)", "cases", "detected", "exact", "located", "named", "early"]
+    return _table(header + (["verified patch"] if fx else []), rows)
+
+
+def fix_summary(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> list[str]:
+    """The fix pass in a few lines: the share patched, clean programs changed, kept families."""
+    fx = [o for o in outcomes if o.tool == "fix"]
+    if not fx:
+        return []
+    s = score(entries, fx)
+    fams: dict[str, int] = {}
+    for o in fx:
+        for p in o.patches:
+            if not o.changed:
+                fams[f"{p['code']} {p['family']}"] = fams.get(f"{p['code']} {p['family']}", 0) + 1
+    out = [f"- buggy cases with a verified patch: {_pct(s.patched, s.buggy)}",
+           f"- clean cases changed: {_pct(s.changed, s.clean)}"]
+    if fams:
+        out.append("- patches kept, by finding code and family: "
+                   + ", ".join(f"{k} {n}" for k, n in sorted(fams.items())))
+    return out
 
 
 def _describe(o: Outcome) -> str:
@@ -477,6 +563,24 @@ def render_docs(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
             misses.append(f"- `{e['file']}` ({e['category']}; offender `{off.get('name')}` line "
                           f"{off.get('line')}): not {', '.join(lacks)}; reported: {_describe(o)}")
     lines += misses or ["None."]
+    fx = {o.file: o for o in outcomes if o.tool == "fix"}
+    if fx:
+        lines += ["", "## graphguard fix", "",
+                  "`graphguard fix` on every case, each verification run cut to a few optimizer steps "
+                  "(`benchmarks/accuracy.py --fix-steps`, `--fix-runs`): a buggy case counts as patched when a "
+                  "patch proven by a guarded re-run removed a finding with one of the category's codes and "
+                  "none of those was left without one; a clean case must get no patch at all.", "",
+                  *fix_summary(entries, outcomes), "",
+                  "Buggy cases without a verified patch:", ""]
+        unpatched = [f"- `{e['file']}` ({e['category']}): " + (fx[e["file"]].status if fx[e["file"]].status != "ok"
+                     else ("kept " + ", ".join(f"{p['code']} {p['family']}" for p in fx[e["file"]].patches)
+                           if fx[e["file"]].patches else "no patch kept"))
+                     for e in buggy if e["file"] in fx and not fx[e["file"]].patched]
+        lines += unpatched or ["None."]
+        changed = [f"- `{e['file']}`: " + ", ".join(f"{p['code']} {p['family']}" for p in fx[e["file"]].patches)
+                   for e in clean if e["file"] in fx and fx[e["file"]].changed]
+        if changed:
+            lines += ["", "Clean cases fix changed:", "", *changed]
     lines += ["", "## False alarms", "", "Clean programs with a warning or error finding.", ""]
     alarms = [f"- `{e['file']}` ({e.get('pattern')}): "
               + ", ".join(sorted({f['code'] for f in gg[e['file']].findings
@@ -503,6 +607,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every outcome there")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/accuracy.md")
+    ap.add_argument("--no-fix", action="store_true", help="skip the `graphguard fix` pass")
+    ap.add_argument("--only-fix", action="store_true", help="run the `graphguard fix` pass only")
+    ap.add_argument("--fix-steps", type=int, default=2, help="optimizer steps per verification run (default 2)")
+    ap.add_argument("--fix-runs", type=int, default=4, help="verification runs per case (default 4)")
+    ap.add_argument("--fix-timeout", type=float, default=150.0,
+                    help="seconds for the whole fix of one case (default 150)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
@@ -521,14 +631,20 @@ def main(argv: list[str] | None = None) -> int:
     if not entries:
         print("no cases selected")
         return 1
-    tools = ("graphguard",) if args.no_baselines else TOOLS
-    jobs = [(e, t) for e in entries for t in tools]
+    tools: tuple[str, ...] = () if args.only_fix else ("graphguard",) if args.no_baselines else TOOLS
+    if not args.no_fix:
+        tools += ("fix",)
+    # the fix jobs first: they are the longest, so the pool ends with short runs
+    jobs = [(e, t) for t in sorted(tools, key=lambda t: t != "fix") for e in entries]
     t0 = time.perf_counter()
     done = 0
 
     def one(job: tuple[dict[str, Any], str]) -> Outcome:
         nonlocal done
-        o = run_tool(job[0], job[1], args.timeout)
+        if job[1] == "fix":
+            o = run_fix(job[0], args.fix_steps, args.fix_runs, args.fix_timeout)
+        else:
+            o = run_tool(job[0], job[1], args.timeout)
         done += 1
         if o.status in ("timeout", "no-report"):
             print(f"  {o.tool}: {o.file}: {o.status}", file=sys.stderr, flush=True)
@@ -546,10 +662,13 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(headline(entries, outcomes)))
     print()
     print("\n".join(per_category(entries, outcomes)))
+    if "fix" in tools:
+        print("\ngraphguard fix:")
+        print("\n".join(fix_summary(entries, outcomes)))
     print(f"\n{len(entries)} cases, {len(jobs)} runs in {wall:.0f} s (-j {args.jobs})")
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
-    full = not (args.category or args.cases or args.no_baselines or args.no_docs)
+    full = not (args.category or args.cases or args.no_baselines or args.no_docs or args.only_fix)
     if full:
         DOCS.write_text(render_docs(entries, outcomes))
         print(f"wrote {DOCS.relative_to(ROOT)}")

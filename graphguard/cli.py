@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     fx.add_argument("--max-steps", type=_count, default=5, metavar="N",
                     help="optimizer steps each verification run is cut to (default 5)")
     fx.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds per run (default 300)")
+    fx.add_argument("--max-runs", type=_count, default=None, metavar="N",
+                    help="verification runs allowed in all (default: no limit); candidates left untried are listed as rejected")
     fx.add_argument("--apply", action="store_true", help="write the verified patches to the files")
     fx.add_argument("--json", nargs="?", const="-", metavar="PATH",
                     help="the result as JSON (to PATH, or instead of the text on stdout)")
@@ -99,7 +101,8 @@ def _cmd_fix(args: Any) -> int:
     if args.json and args.json != "-":
         _check_writable(args.json)
     opts = Options(None if args.module else args.script, args.module, script_args, max_steps=args.max_steps,
-                   timeout=args.timeout, apply=args.apply, json_path=args.json)
+                   timeout=args.timeout, apply=args.apply, json_path=args.json,
+                   max_runs=args.max_runs)
     try:
         return fix(opts)
     except FixUsageError as err:

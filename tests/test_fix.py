@@ -2,8 +2,9 @@
 that fails verification rejected, `--apply` writing only kept patches, a clean program untouched,
 bad input as one line. Assertions are on codes, family names and line numbers.
 
-Each program's header says what fix must keep: `# fix: CODE family line` (the finding's code, the
-kept candidate's family, the line of the edit in the original file).
+Each program's header says what fix must keep: `# fix: CODE family line [steps=N]` (the finding's
+code, the kept candidate's family, the line of the edit in the original file; the optimizer steps
+each run is cut to, 3 unless the finding needs more iterations to show).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ PROGRAMS = {
             opt.step()
         """,
     "loss_list": """\
-        # fix: GG101 accumulate-item 13
+        # fix: GG101 accumulate-item 13 steps=4
         import torch
 
         torch.manual_seed(0)
@@ -134,6 +135,189 @@ PROGRAMS = {
             loss.backward()
             opt.step()
         """,
+    "double_backward_gan": """\
+        # fix: GG003 detach-shared-input 15
+        import torch
+
+        torch.manual_seed(0)
+        gen = torch.nn.Linear(4, 4)
+        disc = torch.nn.Linear(4, 1)
+        opt_g = torch.optim.SGD(gen.parameters(), lr=0.01)
+        opt_d = torch.optim.SGD(disc.parameters(), lr=0.01)
+        bce = torch.nn.BCEWithLogitsLoss()
+        for step in range(10):
+            real = torch.randn(8, 4)
+            fake = gen(torch.randn(8, 4))
+            opt_d.zero_grad()
+            loss_real = bce(disc(real), torch.ones(8, 1))
+            loss_fake = bce(disc(fake), torch.zeros(8, 1))
+            (loss_real + loss_fake).backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            loss_g = bce(disc(fake), torch.ones(8, 1))
+            loss_g.backward()
+            opt_g.step()
+        """,
+    "double_backward_two_heads": """\
+        # fix: GG003 sum-losses 13
+        import torch
+
+        torch.manual_seed(0)
+        enc = torch.nn.Linear(4, 4)
+        head_a = torch.nn.Linear(4, 1)
+        head_b = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD([*enc.parameters(), *head_a.parameters(), *head_b.parameters()], lr=0.01)
+        for step in range(10):
+            z = torch.tanh(enc(torch.randn(8, 4)))
+            opt.zero_grad()
+            loss_a = head_a(z).pow(2).mean()
+            loss_a.backward()
+            head_b(z).pow(2).mean().backward()
+            opt.step()
+        """,
+    "non_leaf_cast": """\
+        # fix: GG007 requires-grad-last 5
+        import torch
+
+        torch.manual_seed(0)
+        w = torch.randn(3, 1, requires_grad=True).double()
+        opt = torch.optim.SGD([w], lr=0.1)
+        x = torch.randn(16, 3, dtype=torch.float64)
+        for step in range(10):
+            opt.zero_grad()
+            loss = (x @ w).pow(2).mean()
+            loss.backward()
+            opt.step()
+        """,
+    "non_scalar_reduction_none": """\
+        # fix: GG012 mean-reduction 7
+        import torch
+
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        crit = torch.nn.MSELoss(reduction="none")
+        for step in range(10):
+            opt.zero_grad()
+            loss = crit(lin(torch.randn(8, 3)), torch.zeros(8, 1))
+            loss.backward()
+            opt.step()
+        """,
+    "plain_list_of_layers": """\
+        # fix: GG011 modulelist 9
+        import torch
+        import torch.nn as nn
+
+
+        class Stack(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.blocks = [nn.Linear(4, 4) for _ in range(n)]
+                self.out = nn.Linear(4, 1)
+
+            def forward(self, x):
+                for b in self.blocks:
+                    x = torch.tanh(b(x))
+                return self.out(x)
+
+
+        torch.manual_seed(0)
+        model = Stack(2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for step in range(10):
+            opt.zero_grad()
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            loss.backward()
+            opt.step()
+        """,
+    "layer_built_in_forward": """\
+        # fix: GG011 layer-to-init 14
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 8)
+
+            def forward(self, x):
+                x = torch.relu(self.body(x))
+                # a new head at every call
+                self.head = nn.Linear(8, 2)
+                return self.head(x)
+
+
+        torch.manual_seed(0)
+        model = Net()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for step in range(10):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(torch.randn(8, 4)), torch.randint(0, 2, (8,)))
+            loss.backward()
+            opt.step()
+        """,
+    "loss_under_no_grad": """\
+        # fix: GG009 enable-grad 10
+        import torch
+
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(10):
+            x = torch.randn(8, 3)
+            opt.zero_grad()
+            with torch.no_grad():
+                pred = lin(x)
+            loss = pred.pow(2).mean()
+            loss.requires_grad = True
+            loss.backward()
+            opt.step()
+        """,
+    "data_cuts_history": """\
+        # fix: GG009 keep-history 9
+        import torch
+
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(10):
+            opt.zero_grad()
+            pred = lin(torch.randn(8, 3)).data
+            loss = pred.pow(2).mean()
+            loss.requires_grad_()
+            loss.backward()
+            opt.step()
+        """,
+    "inplace_relu_module": """\
+        # fix: GG005 drop-inplace 6
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        act = nn.ReLU(inplace=True)
+        lin = nn.Linear(3, 3)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(10):
+            h = torch.sigmoid(lin(torch.randn(4, 3)))
+            y = act(h)
+            opt.zero_grad()
+            (y * h).sum().backward()
+            opt.step()
+        """,
+    "non_scalar_elementwise": """\
+        # fix: GG012 mean-at-backward 10
+        import torch
+
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.01)
+        for step in range(10):
+            opt.zero_grad()
+            loss = (lin(torch.randn(8, 3)) - 1.0).pow(2)
+            loss.backward()
+            opt.step()
+        """,
 }
 
 # one finding patched (GG010), one whose only candidate fails verification (GG013: the loss is
@@ -164,10 +348,10 @@ def _write(tmp_path: Path, source: str, name: str = "train.py") -> Path:
     return path
 
 
-def _fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> tuple[int, dict]:
+def _fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, steps: int = 3) -> tuple[int, dict]:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "fix.json"
-    rc = main(["fix", "--max-steps", "4", "--json", str(out), *extra, "train.py"])
+    rc = main(["fix", "--max-steps", str(steps), "--json", str(out), *extra, "train.py"])
     return rc, json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -175,8 +359,8 @@ def _fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> tuple[
 def test_each_family_gets_a_verified_patch(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _write(tmp_path, PROGRAMS[name])
     before = path.read_text()
-    code, family, line = re.match(r"# fix: (\S+) (\S+) (\d+)", before).groups()
-    rc, doc = _fix(tmp_path, monkeypatch)
+    code, family, line, steps = re.match(r"# fix: (\S+) (\S+) (\d+)(?: steps=(\d+))?", before).groups()
+    rc, doc = _fix(tmp_path, monkeypatch, steps=int(steps or 3))
     assert rc == 0, doc
     kept = [(p["finding"]["code"], p["family"], p["line"]) for p in doc["patches"]]
     assert (code, family, int(line)) in kept
@@ -191,7 +375,7 @@ def test_failing_candidate_rejected_and_apply_writes_only_kept(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     path = _write(tmp_path, MIXED)
     original = path.read_text().splitlines()
-    rc, doc = _fix(tmp_path, monkeypatch, "--apply")
+    rc, doc = _fix(tmp_path, monkeypatch, "--apply", steps=4)
     assert rc == 1  # an error finding (GG013) got no verified patch
     assert [(p["finding"]["code"], p["family"], p["line"]) for p in doc["patches"]] == \
         [("GG010", "zero-grad-before-backward", 10)]
@@ -253,7 +437,7 @@ def test_ellipse_apply_leaves_a_program_that_learns(tmp_path: Path, monkeypatch:
     import shutil
 
     shutil.copy(Path(__file__).parent.parent / "examples" / "ellipse" / "broken.py", tmp_path / "train.py")
-    rc, doc = _fix(tmp_path, monkeypatch, "--apply")
+    rc, doc = _fix(tmp_path, monkeypatch, "--apply", steps=4)
     assert rc == 0
     families = {p["family"] for p in doc["patches"]}
     assert {"smooth-mask"} <= families and families & {"detach-at-use", "detach-at-creation", "no-grad-at-creation"}

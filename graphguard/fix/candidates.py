@@ -7,6 +7,7 @@ it into line edits, runs it and decides.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -443,20 +444,482 @@ def register_parameter(src: Source, f: dict[str, Any], file: str) -> Iterator[tu
                        f"make {d} an nn.Parameter")
 
 
+# ---- more families -------------------------------------------------------------------------------
+def _backward_calls(src: Source, line: int) -> list[cst.Call]:
+    """`x.backward(...)`, `torch.autograd.backward(...)`, `autograd.grad(...)` calls on `line`."""
+    out = []
+    for call in src.nodes(cst.Call, line):
+        name = _dotted(call.func) or ""
+        attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+        if attr == "backward" or name.endswith("autograd.backward") or name.endswith("autograd.grad"):
+            if src.start(call) == line or src.statement(src.start(call)) is src.statement(line):
+                out.append(call)
+    return out
+
+
+def _with_kwarg(call: cst.Call, key: str, value: str) -> cst.Call:
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == key)]
+    if args:
+        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    new = cst.Arg(value=_expr(value), keyword=cst.Name(key),
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
+    return call.with_changes(args=[*args, new])
+
+
+def _refs(src: Source, name: str, line: int) -> list[cst.CSTNode]:
+    """Reads of `name` (a dotted name) on `line`'s statement, assignment targets left out."""
+    stmt = src.statement(line)
+    if stmt is None:
+        return []
+    targets = {id(t.target) for s in stmt.body if isinstance(s, cst.Assign) for t in s.targets}
+    return [n for n in src.nodes((cst.Name, cst.Attribute), line)
+            if _dotted(n) == name and src.statement(src.start(n)) is stmt
+            and not _is_attr_tail(src, n) and id(n) not in targets]
+
+
+def _is_attr_tail(src: Source, n: cst.CSTNode) -> bool:
+    """`n` is the `x` of `obj.x` (another object's attribute), or `n` in `n.shape` / `n.fc.weight`
+    (a part of it read): only `n` itself or `n.method(...)` reads the tensor `n`."""
+    parent = src.parent.get(n)
+    if not isinstance(parent, cst.Attribute):
+        return False
+    call = src.parent.get(parent)
+    return parent.attr is n or not (isinstance(call, cst.Call) and call.func is parent)
+
+
+def _block_between(src: Source, first: int, last: int) -> list[cst.SimpleStatementLine]:
+    """Simple statements starting in [first, last], in order."""
+    return [s for s in src.nodes(cst.SimpleStatementLine) if first <= src.start(s) <= last]
+
+
+def reuse_graph(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG003: the second backward goes through a graph the first one freed. Detach the shared tensor
+    where the first loss reads it (the usual GAN fix), or where the second one does; sum the two losses
+    into one backward; or keep the graph with retain_graph=True on the first backward."""
+    name = subject_name(f)
+    second = _loc(f.get("location"))[1]
+    firsts = [ln for ln in (_loc(r.get("location"))[1] for r in related(f, "consumed-by")) if ln]
+    created = _loc((f.get("subject") or {}).get("created_at"))[1]
+    for first in firsts:
+        # the shared tensor read between its creation and the first backward, or after the first
+        # backward up to the second: one `.detach()` on one read
+        if name and second:
+            spans = [(created + 1 if created else first, first), (first + 1, second)]
+            for lo, hi in spans:
+                if lo > hi:
+                    continue
+                for stmt in _block_between(src, lo, hi):
+                    for n in _refs(src, name, src.start(stmt)):
+                        yield ("detach-shared-input", src.start(n), src.replace(n, _method_call(n, "detach")),
+                               f"read {name}.detach() here")
+        calls = _backward_calls(src, first)
+        for call in calls:
+            yield ("retain-graph", first, src.replace(call, _with_kwarg(call, "retain_graph", "True")),
+                   "retain_graph=True on the first backward")
+        # `a.backward()` then `b.backward()` in one block: `(a + b).backward()`
+        s1, s2 = src.statement(first), src.statement(second) if second else None
+        if s1 is not None and s2 is not None and s1 is not s2 and src.parent.get(s1) is src.parent.get(s2):
+            c1, c2 = _backward_calls(src, first), _backward_calls(src, second)
+            plain = all(len(c) == 1 and isinstance(c[0].func, cst.Attribute) and not c[0].args
+                        and c[0].func.attr.value == "backward" and len(s.body) == 1
+                        and isinstance(s.body[0], cst.Expr) and s.body[0].value is c[0]
+                        for c, s in ((c1, s1), (c2, s2)))
+            if plain:
+                a = src.code(c1[0].func.value)  # type: ignore[attr-defined]
+                b = src.code(c2[0].func.value)  # type: ignore[attr-defined]
+                block = src.parent[s1]
+                body = list(block.body)  # type: ignore[attr-defined]
+                if body.index(s2) == body.index(s1) + 1:  # adjacent: nothing runs between them
+                    summed = s1.with_changes(body=[cst.Expr(_expr(f"({a} + {b}).backward()"))])
+                    body = [summed if s is s1 else s for s in body if s is not s2]
+                    yield ("sum-losses", first, src.replace(block, block.with_changes(body=body)),
+                           f"one backward of {a} + {b}")
+
+
+def _leaf_value(small: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The expressions a statement makes tensors with: an assignment's value, an append's argument,
+    a list's elements or a comprehension's element."""
+    vals: list[cst.BaseExpression] = []
+    if isinstance(small, cst.Assign):
+        vals.append(small.value)
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and small.value.args \
+            and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in ("append", "insert"):
+        vals.append(small.value.args[-1].value)
+    out: list[cst.BaseExpression] = []
+    for v in vals:
+        if isinstance(v, (cst.ListComp, cst.GeneratorExp)):
+            out.append(v.elt)  # type: ignore[arg-type]
+        elif isinstance(v, (cst.List, cst.Tuple)):
+            out.extend(e.value for e in v.elements)
+        else:
+            out.append(v)
+    return out
+
+
+class _DropRequiresGrad(cst.CSTTransformer):
+    def __init__(self) -> None:
+        self.dropped = False
+
+    def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
+        keep = [a for a in u.args if not (a.keyword is not None and a.keyword.value == "requires_grad"
+                                          and isinstance(a.value, cst.Name) and a.value.value == "True")]
+        if len(keep) != len(u.args):
+            self.dropped = True
+            if keep:
+                keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return u.with_changes(args=keep)
+        return u
+
+
+def leaf_parameter(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG007: the tensor handed to the optimizer is the result of an op (a cast, a scale) on the leaf.
+    Create it first and ask for gradients last (`torch.randn(2).double().requires_grad_()`), or make
+    the result a new leaf (`.detach().requires_grad_()`, `nn.Parameter(...)`)."""
+    lines = [_loc(r.get("location"))[1] for r in related(f, "made-non-leaf", "fix-at")]
+    lines.append(_loc((f.get("subject") or {}).get("created_at"))[1])
+    for line in [ln for ln in dict.fromkeys(lines) if ln]:
+        stmt = src.statement(line)
+        if stmt is None:
+            continue
+        for small in stmt.body:
+            for v in _leaf_value(small):
+                if isinstance(v, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+                    continue
+                t = _DropRequiresGrad()
+                moved = v.visit(t)
+                if t.dropped and src.code(v).rstrip().endswith(")"):
+                    yield ("requires-grad-last", line, src.replace(v, _method_call(moved, "requires_grad_")),  # type: ignore[arg-type]
+                           "create the tensor first, then .requires_grad_()")
+                yield ("new-leaf", line, src.replace(v, _method_call(_method_call(v, "detach"), "requires_grad_")),
+                       "(...).detach().requires_grad_(): a leaf again")
+                yield ("wrap-parameter", line, src.replace(v, cst.Call(func=_expr("torch.nn.Parameter"), args=[cst.Arg(v)])),
+                       "nn.Parameter(...) after the op")
+        break
+
+
+def _is_none_reduction(arg: cst.Arg) -> bool:
+    if arg.keyword is None:
+        return False
+    if arg.keyword.value == "reduction" and isinstance(arg.value, cst.SimpleString):
+        return arg.value.evaluated_value == "none"  # type: ignore[comparison-overlap]
+    if arg.keyword.value in ("reduce", "size_average") and isinstance(arg.value, cst.Name):
+        return arg.value.value == "False"
+    return False
+
+
+def reduce_loss(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG012: backward of a non-scalar loss. Reduce it with `.mean()` where backward is called or where
+    the loss is made, or ask the loss function for its mean (drop reduction='none' / reduce=False)."""
+    name = subject_name(f)
+    line = _loc(f.get("location"))[1]
+    for call in _backward_calls(src, line) if line else []:
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward" and not call.args:
+            base = call.func.value
+            yield ("mean-at-backward", line, src.replace(base, _method_call(base, "mean")),
+                   f"{src.code(base)}.mean().backward()")
+    created = _loc((f.get("subject") or {}).get("created_at"))[1]
+    hit = _assign_of(src, name, created) if name and created else None
+    if hit:
+        _, assign = hit
+        yield ("mean-at-creation", created, src.replace(assign.value, _method_call(assign.value, "mean")),
+               f"{name} = (...).mean()")
+    # loss functions asked for per-element losses, nearest the loss first
+    anchor = created or line or 0
+    found = []
+    for call in src.nodes(cst.Call):
+        bad = [a for a in call.args if _is_none_reduction(a)]
+        if bad:
+            found.append((abs(src.start(call) - anchor), call, bad))
+    for _, call, bad in sorted(found, key=lambda t: t[0]):
+        args = [a for a in call.args if not any(a is b for b in bad)]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        yield ("mean-reduction", src.start(call), src.replace(call, call.with_changes(args=args)),
+               "the loss function's default reduction (mean)")
+
+
+def _self_attr_assigns(src: Source, attr: str) -> list[cst.Assign]:
+    return [a for a in src.nodes(cst.Assign)
+            if any((_dotted(t.target) or "") == f"self.{attr}" for t in a.targets)]
+
+
+def _enclosing(src: Source, node: cst.CSTNode, kind: type) -> Any:
+    return next((a for a in src.ancestors(node) if isinstance(a, kind)), None)
+
+
+class _Names(cst.CSTVisitor):
+    """Bare names read in an expression (attribute tails left out)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def _locals_of(fn: cst.FunctionDef) -> set[str]:
+    out = {p.name.value for p in [*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params]}
+    for star in (fn.params.star_arg, fn.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            out.add(star.name.value)
+
+    class Targets(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name):
+                out.add(node.target.value)
+
+        def visit_For(self, node: cst.For) -> None:
+            if isinstance(node.target, cst.Name):
+                out.add(node.target.value)
+
+    fn.body.visit(Targets())
+    return out - {"self"}
+
+
+def register_container(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG011: modules or tensors kept in a plain list/dict attribute are invisible to
+    model.parameters(): hold them in nn.ModuleList / nn.ParameterList / nn.ModuleDict."""
+    name = subject_name(f) or ""
+    attr = name.split("[")[0].rsplit(".", 1)[-1]
+    line = _loc((f.get("subject") or {}).get("created_at"))[1]
+    for a in _self_attr_assigns(src, attr):
+        if line and not src.start(a) <= line <= src.end(a):
+            continue
+        v = a.value
+        if isinstance(v, (cst.List, cst.ListComp, cst.Tuple)):
+            for kind in ("ModuleList", "ParameterList"):
+                yield (f"{kind.lower()}", src.start(a), src.replace(v, cst.Call(func=_expr(f"torch.nn.{kind}"), args=[cst.Arg(v)])),
+                       f"self.{attr} = nn.{kind}([...])")
+        elif isinstance(v, (cst.Dict, cst.DictComp)):
+            for kind in ("ModuleDict", "ParameterDict"):
+                yield (f"{kind.lower()}", src.start(a), src.replace(v, cst.Call(func=_expr(f"torch.nn.{kind}"), args=[cst.Arg(v)])),
+                       f"self.{attr} = nn.{kind}({{...}})")
+
+
+def layer_to_init(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG011: a layer built in forward (or another method) is new at every call and never reaches the
+    optimizer made from model.parameters(): build it once at the end of __init__, when its arguments
+    do not depend on the call's local values."""
+    name = subject_name(f) or ""
+    attr = name.split("[")[0].rsplit(".", 1)[-1]
+    if not attr:
+        return
+    for a in _self_attr_assigns(src, attr):
+        fn = _enclosing(src, a, cst.FunctionDef)
+        cls = _enclosing(src, fn, cst.ClassDef) if fn is not None else None
+        if fn is None or cls is None or fn.name.value == "__init__":
+            continue
+        init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        stmt = src.parent.get(a)
+        if init is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 \
+                or src.parent.get(stmt) is not fn.body:
+            continue
+        seen = _Names()
+        a.value.visit(seen)
+        if seen.names & _locals_of(fn) or not isinstance(a.value, cst.Call):
+            continue
+        moved = stmt.with_changes(leading_lines=[ln for ln in stmt.leading_lines if ln.comment is not None])
+        new_fn = fn.with_changes(body=fn.body.with_changes(body=[s for s in fn.body.body if s is not stmt]))
+        new_init = init.with_changes(body=init.body.with_changes(body=[*init.body.body, moved]))
+        new_cls = cls.with_changes(body=cls.body.with_changes(
+            body=[new_fn if s is fn else new_init if s is init else s for s in cls.body.body]))
+        if not new_fn.body.body:
+            continue
+        yield ("layer-to-init", src.start(a), src.replace(cls, new_cls), f"build self.{attr} once in __init__")
+
+
+def add_to_optimizer(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG011: the tensor (or the module holding it) is not in the optimizer's parameters: add it to
+    the list the optimizer is built from. Which spelling works (the tensor, or its owner's
+    parameters) is left to the verification run."""
+    name = subject_name(f) or ""
+    if not name or "[" in name:
+        return
+    owner = name.rsplit(".", 1)[0] if "." in name else ""
+    anchor = _loc(f.get("location"))[1] or 0
+    opts = [c for c in src.nodes(cst.Call) if re.fullmatch(r"(torch\.)?optim\.[A-Z]\w*", _dotted(c.func) or "")
+            and c.args and c.args[0].keyword is None]
+    for call in sorted(opts, key=lambda c: abs(src.start(c) - anchor))[:2]:
+        first = call.args[0].value
+        if isinstance(first, (cst.List, cst.Dict)) and any(isinstance(e, cst.DictElement) for e in getattr(first, "elements", [])):
+            continue  # parameter groups: which group is the user's call
+        spread = src.code(first) if isinstance(first, cst.List) else f"*{src.code(first)}"
+        if isinstance(first, cst.List):
+            spread = spread.strip()[1:-1].rstrip().rstrip(",")
+        for extra in ([f"*{name}.parameters()", name] if not owner else [name, f"*{owner}.parameters()"]):
+            if extra.lstrip("*") in spread:
+                continue
+            new = call.with_changes(args=[call.args[0].with_changes(value=_expr(f"[{spread}, {extra}]")), *call.args[1:]])
+            yield ("add-to-optimizer", src.start(call), src.replace(call, new), f"optimize {extra.lstrip('*')} too")
+
+
+# ---- gradients switched off, then the loss re-wrapped ------------------------------------------------
+_NO_GRAD = ("torch.no_grad", "no_grad", "torch.inference_mode", "inference_mode")
+
+
+def _grad_off(call: cst.BaseExpression) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
+    if not isinstance(call, cst.Call):
+        return False
+    name = _dotted(call.func) or ""
+    if name in _NO_GRAD:
+        return True
+    return name.endswith("set_grad_enabled") and len(call.args) == 1 \
+        and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False"
+
+
+def _is_rewrap(src: Source, small: cst.CSTNode, name: str) -> bool:
+    """`name.requires_grad = True`, `name.requires_grad_()`, `name = Variable(name, requires_grad=True)`
+    or `name = torch.tensor(name, requires_grad=True)`: a loss made a new leaf so backward runs."""
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        t = small.targets[0].target
+        if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad" and src.code(t.value).strip() == name:
+            return isinstance(small.value, cst.Name) and small.value.value == "True"
+        v = small.value
+        if src.code(t).strip() == name and isinstance(v, cst.Call) and v.args \
+                and (_dotted(v.func) or "").split(".")[-1] in ("Variable", "tensor", "as_tensor") \
+                and src.code(v.args[0].value).strip() == name:
+            return any(a.keyword is not None and a.keyword.value == "requires_grad" for a in v.args)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+            and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value == "requires_grad_":
+        return src.code(small.value.func.value).strip() == name
+    return False
+
+
+def _drop_rewraps(text: str, name: str) -> str:
+    src = Source(text)
+    hits = [s for s in src.nodes(cst.SimpleStatementLine) if len(s.body) == 1 and _is_rewrap(src, s.body[0], name)]
+
+    class Drop(cst.CSTTransformer):
+        def leave_SimpleStatementLine(self, o: cst.SimpleStatementLine, u: cst.SimpleStatementLine) -> Any:
+            return cst.RemoveFromParent() if any(o is h for h in hits) else u
+
+        def leave_IndentedBlock(self, o: cst.IndentedBlock, u: cst.IndentedBlock) -> cst.IndentedBlock:
+            return u if u.body else u.with_changes(body=[_stmt("pass")])
+
+    return src.module.visit(Drop()).code if hits else text
+
+
+def enable_grad(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG009 (and GG008): the loss was computed with gradients off. Run that code with gradients on:
+    unwrap the `with torch.no_grad():` block, drop `torch.set_grad_enabled(False)` or a `@torch.no_grad()`
+    decorator, nearest to the cut first; the `requires_grad = True` re-wrap that let backward run on a
+    loss without history goes too (it would now fail on a non-leaf)."""
+    anchors = [ln for ln in [_loc(r.get("location"))[1] for r in related(f, "cut-by", "fix-at")]
+               + [_loc(f.get("location"))[1]] if ln]
+    if not anchors:
+        return
+    found: list[tuple[int, cst.CSTNode, str]] = []
+    for w in src.nodes(cst.With):
+        if len(w.items) == 1 and _grad_off(w.items[0].item):
+            found.append((src.start(w), w, "unwrap"))
+    for s in src.nodes(cst.SimpleStatementLine):
+        if len(s.body) == 1 and isinstance(s.body[0], cst.Expr) and _grad_off(s.body[0].value) \
+                and (_dotted(s.body[0].value.func) or "").endswith("set_grad_enabled"):  # type: ignore[attr-defined]
+            found.append((src.start(s), s, "drop"))
+    for fn in src.nodes(cst.FunctionDef):
+        for d in fn.decorators:
+            if _grad_off(d.decorator):
+                found.append((src.start(fn), d, "drop"))
+
+    def dist(line: int) -> int:
+        return min(abs(line - a) for a in anchors)
+
+    name = subject_name(f)
+    for line, node, how in sorted(found, key=lambda t: dist(t[0]))[:3]:
+        if how == "unwrap":
+            body = list(node.body.body)  # type: ignore[attr-defined]
+            body[0] = body[0].with_changes(leading_lines=node.leading_lines)  # type: ignore[attr-defined]
+            new = src.replace(node, cst.FlattenSentinel(body))
+        else:
+            new = src.replace(node, cst.RemoveFromParent())
+        yield ("enable-grad", line, new, "compute it with gradients on")
+        if name:
+            dropped = _drop_rewraps(new, name)
+            if dropped != new:
+                yield ("enable-grad", line, dropped, f"compute it with gradients on; no {name} re-wrap")
+
+
+def _upstream(src: Source, lines: list[int], hops: int = 2) -> list[int]:
+    """`lines` and the lines that assigned the names read there, `hops` assignments back (the
+    latest assignment before the use, in the same function)."""
+    out = list(dict.fromkeys(lines))
+    frontier = list(out)
+    assigns = src.nodes(cst.Assign)
+    for _ in range(hops):
+        nxt = []
+        for line in frontier:
+            stmt = src.statement(line)
+            if stmt is None:
+                continue
+            seen = _Names()
+            for small in stmt.body:
+                (small.value if isinstance(small, (cst.Assign, cst.AugAssign)) else small).visit(seen)  # type: ignore[union-attr]
+            fn = _enclosing(src, stmt, cst.FunctionDef)
+            for name in seen.names:
+                before = [a for a in assigns if src.start(a) < src.start(stmt) and _enclosing(src, a, cst.FunctionDef) is fn
+                          and any(_dotted(t.target) == name for t in a.targets)]
+                if before and src.start(before[-1]) not in out:
+                    out.append(src.start(before[-1]))
+                    nxt.append(src.start(before[-1]))
+        frontier = nxt
+    return out
+
+
+def keep_history(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG009/GG008: `.data`, `.detach()` or `.item()` where the loss's inputs are made reads the
+    values without their history: read the tensor itself (and drop a re-wrap of the loss)."""
+    lines = [ln for ln in [_loc(r.get("location"))[1] for r in related(f, "cut-by", "fix-at")]
+             + [_loc((f.get("subject") or {}).get("created_at"))[1]] if ln]
+    for line in _upstream(src, lines):
+        for a in src.nodes(cst.Attribute, line):
+            if a.attr.value == "data" and src.statement(src.start(a)) is src.statement(line) \
+                    and not isinstance(src.parent.get(a), cst.Attribute):
+                yield ("keep-history", line, src.replace(a, a.value), "the tensor instead of its .data")
+        for c in src.nodes(cst.Call, line):
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in ("detach", "item") and not c.args \
+                    and src.statement(src.start(c)) is src.statement(line):
+                yield ("keep-history", line, src.replace(c, c.func.value), f"the tensor instead of its .{c.func.attr.value}()")
+        # a copy into a new tensor (`torch.tensor(x)`, `Variable(x, requires_grad=True)`): x itself
+        for c in src.nodes(cst.Call, line):
+            if (_dotted(c.func) or "").split(".")[-1] in _COPIES and c.args and c.args[0].keyword is None \
+                    and src.statement(src.start(c)) is src.statement(line) and not isinstance(c.args[0].value, cst.Name):
+                inner = c.args[0].value
+                yield ("keep-history", line, src.replace(c, inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                                                         if not isinstance(inner, (cst.Call, cst.Attribute, cst.Subscript)) else inner),
+                       "the tensor itself instead of a copy")
+
+
+_COPIES = ("tensor", "as_tensor", "Tensor", "FloatTensor", "Variable")
+
+
+# ---- the table -----------------------------------------------------------------------------------
 FAMILIES: dict[str, list[Maker]] = {
     "GG001": [detach_source],
+    "GG003": [reuse_graph],
+    "GG007": [leaf_parameter],
+    "GG012": [reduce_loss],
     "GG002": [detach_source],
     "GG004": [detach_carried, detach_source],
     "GG005": [out_of_place],
     "GG006": [no_grad_update],
-    "GG008": [smooth_cut],
-    "GG009": [smooth_cut],
+    "GG008": [smooth_cut, keep_history, enable_grad],
+    "GG009": [smooth_cut, keep_history, enable_grad],
     "GG013": [smooth_cut],
     "GG010": [zero_grad_before_backward],
-    "GG011": [register_parameter],
+    "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer],
     "GG101": [accumulate_detached],
     "GG104": [detach_copy_sources],
 }
+# the order families are tried in, before size: summing two losses never changes what training computes;
+# retain_graph=True is tried after every other candidate, whatever their size: it makes the
+# error go away in every program, and keeps the whole graph alive until the next backward
+RANK = {"sum-losses": -1, "retain-graph": 1}
 SILENT = {"GG008", "GG009", "GG011", "GG013"}  # no error from PyTorch: gradients are checked after the patch
 
 
@@ -489,8 +952,13 @@ def candidates_for(f: dict[str, Any], read: Callable[[str], str | None]) -> list
         for maker in FAMILIES.get(f.get("code", ""), []):
             try:
                 for family, line, new, note in maker(src, mine, file):
-                    if new != text and not any(c.text == new and c.file == file for c in out):
-                        out.append(Candidate(f["code"], family, file, line, new, note))
+                    variants = [new]
+                    if f.get("code") in ("GG008", "GG009") and subject_name(f):
+                        # the history is back: a `requires_grad = True` re-wrap of the loss would now fail
+                        variants.append(_drop_rewraps(new, subject_name(f) or ""))
+                    for v in variants:
+                        if v != text and not any(c.text == v and c.file == file for c in out):
+                            out.append(Candidate(f["code"], family, file, line, v, note))
             except Exception:  # one family failing on odd code must not stop the others
                 continue
     return out

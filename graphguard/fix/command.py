@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .candidates import candidates_for, subject_name
+from .candidates import RANK, candidates_for, subject_name
 from .verify import (SEVERE, Edits, Program, Result, apply_edits, edits_of, judge, key, merge, present,
                      run, size, unified)
 
@@ -31,6 +31,7 @@ class Options:
     timeout: float = 300.0
     apply: bool = False
     json_path: str | None = None   # "-": the JSON document on stdout instead of the text
+    max_runs: int | None = None    # verification runs allowed after the first run (None: no limit)
 
 
 def _program(opts: Options) -> tuple[Program, dict[str, str]]:
@@ -120,46 +121,103 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         return _finish(doc, opts, out, 0)
     kept: Edits = {}
     current = base
-    raws: list[dict[str, Any]] = []  # findings already fixed by a kept patch
-    for f in targets:
+    runs = 0  # verification runs so far (the budget of --max-runs)
+    fixed: list[dict[str, Any]] = []  # findings a kept patch removed (its own, and also_fixes)
+    pending: dict[int, tuple[Any, Edits]] = {}  # finding index -> its smallest candidate that only
+    # failed on a new finding (the next finding's patch may be what it needs: tried in pairs below)
+    per_finding: dict[int, list[tuple[Any, Any, Edits]]] = {}
+
+    def attempt(fs: list[dict[str, Any]], edits: Edits) -> tuple[str | None, Any, Edits | None]:
+        nonlocal runs
+        together = merge(kept, edits)
+        if together is None:
+            return "conflicts with a patch already kept", None, None
+        if opts.max_runs is not None and runs >= opts.max_runs:
+            return f"not tried: the budget of {opts.max_runs} verification run(s) is spent", None, None
+        runs += 1
+        res = run(prog, together)
+        for g in fs:
+            reason = judge(g, base, res)
+            if reason is not None:
+                return reason, res, together
+        return None, res, together
+
+    def reject(f: dict[str, Any], c: Any, reason: str) -> None:
         d = _describe(f, shown)
+        doc["rejected"].append({"finding": d, "family": c.family, "file": shown.get(c.file),
+                                "line": c.line, "reason": reason})
+        print(f"graphguard fix: rejected {c.family} for {_brief(d)} ({shown.get(c.file)}:{c.line}): {reason}",
+              file=err)
+
+    def keep(f: dict[str, Any], c: Any, e: Edits, together: Edits, res: Any, note: str = "") -> None:
+        nonlocal kept, current
+        kept, current = together, res
+        doc["patches"].append({"finding": _describe(f, shown), "family": c.family, "note": c.note + note,
+                               "file": shown.get(c.file), "line": c.line, "diff": unified(prog, e, shown),
+                               "after": res.summary(),
+                               "also_fixes": [_describe(g, shown) for g in targets
+                                              if g is not f and not present(g, res)
+                                              and not any(key(g) == key(h) for h in fixed)]})
+        fixed.append(f)
+        fixed.extend(g for g in targets if not present(g, res) and g is not f)
+
+    for i, f in enumerate(targets):
         if not present(f, current):
             continue  # an earlier patch fixed it too (listed under that patch's also_fixes)
         cands = []
         for c in candidates_for(f, prog.read):
             e = {c.file: edits_of(prog.read(c.file) or "", c.text)}
-            cands.append((size(e), c, e))
-        cands.sort(key=lambda t: t[0])
-        done = False
+            cands.append(((RANK.get(c.family, 0), *size(e)), c, e))
+        cands.sort(key=lambda t: t[0])  # by family rank, then smallest first
+        per_finding[i] = cands
         for _, c, e in cands:
-            together = merge(kept, e)
-            if together is None:
-                reason = "conflicts with a patch already kept"
-                res = None
-            else:
-                res = run(prog, together)
-                reason = judge(f, base, res)
-            if reason is not None:
-                doc["rejected"].append({"finding": d, "family": c.family, "file": shown.get(c.file),
-                                        "line": c.line, "reason": reason})
-                print(f"graphguard fix: rejected {c.family} for {_brief(d)} "
-                      f"({shown.get(c.file)}:{c.line}): {reason}", file=err)
+            reason, res, together = attempt([f], e)
+            if reason is None:
+                keep(f, c, e, together, res)
+                break
+            reject(f, c, reason)
+            if reason.startswith("new finding") and i not in pending:
+                pending[i] = (c, e)
+        if not cands:
+            print(f"graphguard fix: no candidate patch for {_brief(_describe(f, shown))}", file=err)
+    # pairs: a patch that only failed on a new finding, with a candidate of another finding still
+    # reported (a detached target plus a smooth mask: each alone leaves the other's symptom)
+    for i, (c1, e1) in pending.items():
+        f = targets[i]
+        if not present(f, current):
+            continue
+        for j, cands in per_finding.items():
+            g = targets[j]
+            if j == i or not present(g, current):
                 continue
-            assert res is not None and together is not None
-            kept, current, done = together, res, True
-            doc["patches"].append({"finding": d, "family": c.family, "note": c.note, "file": shown.get(c.file),
-                                   "line": c.line, "diff": unified(prog, e, shown), "after": res.summary(),
-                                   "also_fixes": [_describe(g, shown) for g in targets
-                                                  if g is not f and present(g, base) and not present(g, res)
-                                                  and not any(key(g) == key(p["finding_raw"]) for p in raws)]})
-            raws.append({"finding_raw": f})
-            raws.extend({"finding_raw": g} for g in targets if not present(g, res))
-            break
-        if not done:
-            doc["unpatched"].append(d)
-            if not cands:
-                print(f"graphguard fix: no candidate patch for {_brief(d)}", file=err)
+            for _, c2, e2 in cands:
+                both = merge(e1, e2)
+                if both is None:
+                    continue
+                reason, res, together = attempt([f, g], both)
+                if reason is None:
+                    keep(f, c1, e1, merge(kept, e1) or kept, res, f" (with the patch for {g.get('code')})")
+                    keep(g, c2, e2, together, res)
+                    break
+                reject(g, c2, f"with {c1.family} for {f.get('code')}: {reason}")
+            if not present(f, current):
+                break
+        if not present(f, current):
+            # the pair may have been what the other findings' candidates needed too: once more
+            for k, cands in per_finding.items():
+                h = targets[k]
+                if not present(h, current):
+                    continue
+                for _, c, e in cands:
+                    reason, res, together = attempt([h], e)
+                    if reason is None:
+                        keep(h, c, e, together, res)
+                        break
+                    reject(h, c, f"after the pair: {reason}")
+    doc["unpatched"] = [_describe(f, shown) for f in targets if present(f, current)
+                        and not any(key(f) == key(h) for h in fixed)]
     doc["after"] = current.summary()
+    doc["verification_runs"] = runs
     errors_left = [f for f in base.findings if f.get("severity") == "error" and present(f, current)]
     doc["errors_left"] = [_describe(f, shown) for f in errors_left]
     if opts.apply and kept:

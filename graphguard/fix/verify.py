@@ -6,6 +6,7 @@ read, never written (command.py writes them on `--apply`, with the kept patches 
 """
 from __future__ import annotations
 
+import atexit
 import difflib
 import json
 import os
@@ -121,6 +122,72 @@ def unified(prog: Program, edits: Edits, shown: dict[str, str]) -> str:
 
 
 # ---- runs ----------------------------------------------------------------------------------------
+_ENV = {"GRAPHGUARD_DOT": "none", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+class _Server:
+    """The fork server of probe.py (one per fix process, started on the first run): each run is a
+    fork of a process that has imported torch and the guard and run nothing, which saves the
+    interpreter's start and those imports on every verification run."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.broken = not hasattr(os, "fork") or os.environ.get("GRAPHGUARD_FIX_FORK", "1") == "0"
+
+    def _start(self) -> bool:
+        if self.broken:
+            return False
+        if self.proc is not None and self.proc.poll() is None:
+            return True
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "graphguard.fix.probe", "--serve"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                         env=dict(os.environ, **_ENV))
+            assert self.proc.stdout is not None
+            if self.proc.stdout.readline().strip() != "{}":
+                raise OSError("the fork server did not start")
+        except (OSError, AssertionError):
+            self.broken = True
+            self.close()
+            return False
+        atexit.register(self.close)
+        return True
+
+    def run(self, argv: list[str], cwd: str, tmp: str, timeout: float) -> tuple[int | None, str] | None:
+        """(exit status or None on timeout, stderr), or None when there is no server to ask."""
+        if not self._start():
+            return None
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        out, err = os.path.join(tmp, "stdout.txt"), os.path.join(tmp, "stderr.txt")
+        try:
+            self.proc.stdin.write(json.dumps({"argv": argv, "cwd": cwd, "stdout": out, "stderr": err,
+                                              "timeout": timeout}) + "\n")
+            self.proc.stdin.flush()
+            rc = json.loads(self.proc.stdout.readline())["rc"]
+        except (OSError, ValueError, KeyError):
+            self.broken = True
+            self.close()
+            return None
+        try:
+            with open(err, encoding="utf-8", errors="replace") as fh:
+                return rc, fh.read()
+        except OSError:
+            return rc, ""
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                if self.proc.stdin:
+                    self.proc.stdin.close()
+                self.proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+            self.proc = None
+
+
+_server = _Server()
+
+
 def run(prog: Program, edits: Edits) -> Result:
     """The program, patched by `edits`, in a scratch copy, under the guard (collect mode)."""
     with tempfile.TemporaryDirectory(prefix="graphguard-fix-") as tmp:
@@ -133,19 +200,26 @@ def run(prog: Program, edits: Edits) -> Result:
             with open(os.path.join(root, file), "w", encoding="utf-8") as fh:
                 fh.write(apply_edits(original, es))
         report, grads = os.path.join(tmp, "report.json"), os.path.join(tmp, "grads.json")
-        cmd = [sys.executable, "-m", "graphguard.fix.probe", grads, "run", "--mode", "collect",
-               "--no-diagrams", "--json", report, "--report-dir", os.path.join(tmp, "html"),
-               "--max-steps", str(prog.max_steps)]
-        cmd += ["-m", prog.module] if prog.module else [prog.script or ""]
-        cmd += prog.args
-        env = dict(os.environ, GRAPHGUARD_DOT="none", PYTHONDONTWRITEBYTECODE="1")
+        argv = [grads, "run", "--mode", "collect", "--no-diagrams", "--json", report,
+                "--report-dir", os.path.join(tmp, "html"), "--max-steps", str(prog.max_steps)]
+        argv += ["-m", prog.module] if prog.module else [prog.script or ""]
+        argv += prog.args
         cwd = os.path.normpath(os.path.join(root, prog.cwd))
-        try:
-            proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=prog.timeout)
-        except subprocess.TimeoutExpired:
-            return Result(False, stderr=f"timed out after {prog.timeout:g} s")
+        forked = _server.run(argv, cwd, tmp, prog.timeout)
+        if forked is not None:
+            rc, stderr = forked
+            if rc is None:
+                return Result(False, stderr=f"timed out after {prog.timeout:g} s")
+        else:
+            try:
+                proc = subprocess.run([sys.executable, "-m", "graphguard.fix.probe", *argv], cwd=cwd,
+                                      env=dict(os.environ, **_ENV), capture_output=True, text=True,
+                                      timeout=prog.timeout)
+            except subprocess.TimeoutExpired:
+                return Result(False, stderr=f"timed out after {prog.timeout:g} s")
+            rc, stderr = proc.returncode, proc.stderr
         if not os.path.isfile(report):
-            return Result(False, returncode=proc.returncode, stderr=proc.stderr)
+            return Result(False, returncode=rc, stderr=stderr)
         with open(report, encoding="utf-8") as fh:
             data = json.load(fh)
         g: dict[str, Any] = {}
@@ -153,7 +227,7 @@ def run(prog: Program, edits: Edits) -> Result:
             with open(grads, encoding="utf-8") as fh:
                 g = json.load(fh)
         findings = [_relocate(f, cwd, root) for f in data.get("findings", [])]
-        return Result(True, findings, data.get("run", {}), g, proc.returncode, proc.stderr)
+        return Result(True, findings, data.get("run", {}), g, rc, stderr)
 
 
 def _relocate(f: dict[str, Any], cwd: str, root: str) -> dict[str, Any]:
