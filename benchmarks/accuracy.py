@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/accuracy.md")
     ap.add_argument("--no-fix", action="store_true", help="skip the `graphguard fix` pass")
     ap.add_argument("--only-fix", action="store_true", help="run the `graphguard fix` pass only")
-    ap.add_argument("--fix-steps", type=int, default=2, help="optimizer steps per verification run (default 2)")
+    ap.add_argument("--fix-steps", type=int, default=3, help="optimizer steps per verification run (default 3)")
     ap.add_argument("--fix-runs", type=int, default=4, help="verification runs per case (default 4)")
     ap.add_argument("--fix-timeout", type=float, default=150.0,
                     help="seconds for the whole fix of one case (default 150)")

@@ -141,3 +141,36 @@ def test_benchmark_scores_a_fix_result() -> None:
     s = acc.score([entry, {"file": "clean/a.py", "clean": True}],
                   [acc.Outcome("double-backward/a.py", "fix", "ok", 1.0, patched=True), o])
     assert (s.patched, s.buggy, s.changed, s.clean) == (1, 1, 1, 1)
+
+
+def test_checkpoint_and_param_data_candidates() -> None:
+    src = """\
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        lin = torch.nn.Linear(4, 4)
+        x = torch.randn(2, 4)
+        y = checkpoint(lin, x)
+        lin.weight.data = lin.weight / lin.weight.norm()
+        """
+    fams = _texts(src, _finding("GG015", "x", 5, created=4))
+    assert fams["checkpoint-non-reentrant"][0].splitlines()[4] == "y = checkpoint(lin, x, use_reentrant=False)"
+    fams = _texts(src, _finding("GG016", "lin.weight", 6))
+    assert [t.splitlines()[5:] for t in fams["copy-into-param"]] == [
+        ["lin.weight.data.copy_(lin.weight / lin.weight.norm())"],
+        ["with torch.no_grad():", "    lin.weight.copy_(lin.weight / lin.weight.norm())"]]
+
+
+def test_carried_self_state_is_not_detached_in_a_module_level_loop() -> None:
+    src = """\
+        import torch
+        class Cell(torch.nn.Module):
+            def forward(self, x):
+                self.h = torch.tanh(x + self.h)
+                return self.h
+        cell = Cell()
+        for step in range(3):
+            cell(torch.randn(2)).sum().backward()
+        """
+    fams = _texts(src, _finding("GG004", "self.h", 4, created=4))
+    assert "detach-carried-state" not in fams
+    assert fams["detach-on-write"]

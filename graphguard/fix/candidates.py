@@ -172,7 +172,10 @@ def detach_carried(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[
     stmt = src.statement(line)
     loops = [a for a in src.ancestors(stmt)] if stmt is not None else []
     loop = next((a for a in loops if isinstance(a, (cst.For, cst.While))), None)
-    if loop is not None and isinstance(loop.body, cst.IndentedBlock) and loop.body.body:
+    # `self.h` is only a name inside a method: a module-level loop cannot detach it
+    in_method = loop is not None and _enclosing(src, loop, cst.FunctionDef) is not None
+    if loop is not None and isinstance(loop.body, cst.IndentedBlock) and loop.body.body \
+            and (in_method or not name.startswith("self.")):
         first = loop.body.body[0]
         yield ("detach-carried-state", src.start(first), _insert_before(src, first, f"{name} = {name}.detach()"),
                f"{name} = {name}.detach() at the start of each iteration")
@@ -898,6 +901,39 @@ def keep_history(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[st
 _COPIES = ("tensor", "as_tensor", "Tensor", "FloatTensor", "Variable")
 
 
+def checkpoint_non_reentrant(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG015: a reentrant checkpoint whose inputs do not require grad gives its parameters no
+    gradient: pass use_reentrant=False (nearest the finding first)."""
+    anchors = [ln for ln in [_loc(r.get("location"))[1] for r in related(f, "fix-at", "cut-by")]
+               + [_loc(f.get("location"))[1], _loc((f.get("subject") or {}).get("created_at"))[1]] if ln]
+    calls = [c for c in src.nodes(cst.Call)
+             if (_dotted(c.func) or "").split(".")[-1] in ("checkpoint", "checkpoint_sequential")
+             and not any(a.keyword is not None and a.keyword.value == "use_reentrant"
+                         and isinstance(a.value, cst.Name) and a.value.value == "False" for a in c.args)]
+    for c in sorted(calls, key=lambda c: min((abs(src.start(c) - a) for a in anchors), default=0))[:3]:
+        yield ("checkpoint-non-reentrant", src.start(c), src.replace(c, _with_kwarg(c, "use_reentrant", "False")),
+               "checkpoint(..., use_reentrant=False)")
+
+
+def copy_into_param(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
+    """GG016: `p.data = value` swaps the tensor the optimizer holds: copy the value into it instead."""
+    line = _loc(f.get("location"))[1]
+    stmt = src.statement(line) if line else None
+    if stmt is None or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+        return
+    a = stmt.body[0]
+    t = a.targets[0].target
+    if len(a.targets) != 1 or not isinstance(t, cst.Attribute) or t.attr.value != "data":
+        return
+    p, v = src.code(t.value), src.code(a.value)
+    yield ("copy-into-param", line, src.replace(stmt, _stmt(f"{p}.data.copy_({v})").with_changes(leading_lines=stmt.leading_lines)),
+           f"{p}.data.copy_(...): the same tensor, new values")
+    block = cst.IndentedBlock(body=[_stmt(f"{p}.copy_({v})")])
+    yield ("copy-into-param", line, src.replace(stmt, cst.With(items=[cst.WithItem(_expr("torch.no_grad()"))], body=block,
+                                                               leading_lines=stmt.leading_lines)),
+           f"with torch.no_grad(): {p}.copy_(...)")
+
+
 # ---- the table -----------------------------------------------------------------------------------
 FAMILIES: dict[str, list[Maker]] = {
     "GG001": [detach_source],
@@ -911,6 +947,9 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG008": [smooth_cut, keep_history, enable_grad],
     "GG009": [smooth_cut, keep_history, enable_grad],
     "GG013": [smooth_cut],
+    "GG014": [enable_grad],
+    "GG015": [checkpoint_non_reentrant],
+    "GG016": [copy_into_param],
     "GG010": [zero_grad_before_backward],
     "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer],
     "GG101": [accumulate_detached],
