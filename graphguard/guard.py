@@ -216,6 +216,8 @@ class GraphGuard:
     """
 
     passthrough_errors: tuple[type[BaseException], ...] = PASSTHROUGH
+    # benchmarks/overhead.py's A/B of the light mode before issue 15: hooks kept on, no read
+    _light_keeps_saved_hooks = False
 
     def __init__(self, mode: str = "raise", select: Iterable[str] | None = None,
                  ignore: Iterable[str] | None = None, record_iterations: int | None = 2,
@@ -438,7 +440,7 @@ class GraphGuard:
         hooks]); recording puts them back, only when no other hooks are on the stack (only the
         top pair is called: ours would shadow the user's or another guard's, and below them ours
         are never called anyway; the backward check covers both cases)."""
-        if on == self.rec.saved_hooks_on:
+        if on == self.rec.saved_hooks_on or (not on and self._light_keeps_saved_hooks):
             return
         autograd = torch._C._autograd
         if on:
