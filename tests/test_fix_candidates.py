@@ -174,3 +174,13 @@ def test_carried_self_state_is_not_detached_in_a_module_level_loop() -> None:
     fams = _texts(src, _finding("GG004", "self.h", 4, created=4))
     assert "detach-carried-state" not in fams
     assert fams["detach-on-write"]
+
+
+def test_sign_gets_a_straight_through_estimator() -> None:
+    src = """\
+        import torch
+        w = torch.randn(3, requires_grad=True)
+        out = (torch.sign(w) * 2).sum()
+        """
+    fams = _texts(src, _finding("GG013", "w", 3, created=2, fix_at=[3]))
+    assert fams["straight-through"][0].splitlines()[2] == "out = ((w + (torch.sign(w) - w).detach()) * 2).sum()"

@@ -394,11 +394,11 @@ def smooth_cut(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str,
         for call in src.nodes(cst.Call, line):
             fname = _dotted(call.func) or ""
             attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            if fname in ("torch.round", "torch.floor", "torch.ceil") and call.args:
+            if fname in ("torch.round", "torch.floor", "torch.ceil", "torch.sign") and call.args:
                 x = src.code(call.args[0].value)
                 yield ("straight-through", line, src.replace(call, _expr(f"({x} + ({fname}({x}) - {_paren(x)}).detach())")),
                        f"straight-through estimator for {fname}")
-            elif attr in ("round", "floor", "ceil") and not call.args:
+            elif attr in ("round", "floor", "ceil", "sign") and not call.args:
                 x = src.code(call.func.value)  # type: ignore[attr-defined]
                 yield ("straight-through", line, src.replace(call, _expr(f"({x} + ({_paren(x)}.{attr}() - {_paren(x)}).detach())")),
                        f"straight-through estimator for .{attr}()")
