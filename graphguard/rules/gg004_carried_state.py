@@ -6,10 +6,11 @@ import re
 
 import torch
 
-from ..lookup.assigned import written_name
+from ..capture.saved import find_modified_saved, storage_key
+from ..lookup.assigned import assigned_target, written_name
 from ..lookup.names import find_name
 from ..events import BackwardCall
-from ..model import Finding, Related
+from ..model import Finding, Related, Subject
 from .shared.growth import Growth
 from .shared.stale import analyze, is_carried, site_key, snapshot
 from .base import Rule, display
@@ -68,7 +69,11 @@ class CarriedState(Rule):
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         before = self._walked(event, ctx.iteration)
         a = ctx.shared(analyze, event)
-        if a.kind == "none" or not is_carried(a, ctx.optimizer_steps()):
+        if a.kind == "none":
+            # only a training line that already ran in an earlier iteration carries state (a first
+            # backward after another loss's step is GG005's order bug)
+            return self._stepped_carry(event, ctx) if before is not None and before[0] < ctx.iteration else None
+        if not is_carried(a, ctx.optimizer_steps()):
             return None
         node = event.scan.nodes[a.boundary]
         st = ctx.stamp(node)
@@ -118,6 +123,42 @@ class CarriedState(Rule):
                          related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}", ctx.creation))
         f.details["growth"] = self._series(event, before, ctx.iteration).details
         return [f]
+
+    def _stepped_carry(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        """A value computed by the model in an earlier iteration, kept with its graph (no backward
+        ran through it: nothing is marked) and used in this iteration's loss after the optimizer
+        stepped the weights that graph saved (a previous output kept as a pseudo target): the
+        carried state's graph, caught through the stepped weights it saved. Looked at only when
+        some saved tensor changed since it was saved (PyTorch is about to raise)."""
+        modified = ctx.modified_saved()
+        if not modified or event.scan is None or ctx.optimizer_steps() == 0:
+            return None
+        stepped = {id(p) for p in ctx.optimized_params()}
+        for hit in find_modified_saved(event.scan.nodes, modified):
+            node = event.scan.nodes[hit.index]
+            st = ctx.stamp(node)
+            if st is None or not st.site or st.iteration >= ctx.iteration:
+                continue  # this iteration's forward: GG005's (an op or a step between backwards)
+            if not any(storage_key(hit.packed.tensor) == storage_key(p) for p in ctx.optimized_params()
+                       if id(p) in stepped):
+                continue
+            # named where the model was called, outside its forward methods:
+            # `previous_iter_output = self.model(im)[0].clone()`
+            outer = [fr for fr in st.site if fr.function != "forward"]
+            made = assigned_target(outer) if outer else None
+            if made is None:
+                continue
+            name, fr = made
+            where = ctx.loc((fr,))
+            subject = Subject(name, "tensor", "", where, st.iteration)
+            fix = f"{name} = {name}.detach()  (where it is made, line {where.line if where else '?'})"
+            related = ctx.fix_at(where, name, "detach")
+            return [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                                 {"made_in": f"iteration {st.iteration}", "stale": 1,
+                                  "crash": ("; the optimizer has stepped the weights its graph saved since: "
+                                            "this backward would fail"),
+                                  "fix": fix, "name": display(name)}, related)]
+        return None
 
     def _walked(self, event: BackwardCall, iteration: int) -> tuple[int, int] | None:
         """Remember the size of the graph this backward line walks (one dict entry per line, at
