@@ -13,7 +13,7 @@ from ..lookup.owners import find_owner, user_modules
 from ..events import BackwardDone, GradRead, GuardExit, ParamGroupAdded, StepCall, StepDone
 from ..lookup.names import resolve
 from ..lookup.origins import origin_of
-from ..model import Finding, Related
+from ..model import Finding, Related, SourceLoc
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .shared.modules import is_container
 from .shared.reads import read_by_user
@@ -88,6 +88,8 @@ class ParamWithoutGrad(Rule):
         self.none_read: tuple[Any, Any, Any, int] | None = None
         self.step_backwards = 0  # backward calls seen at the latest step of any optimizer
         self.root_cuts: set[int] = set()  # cut indices behind the roots of recent backwards
+        self.given_trainable: WeakIdMap[bool] = WeakIdMap()  # params that required grad when given
+        self.frozen_reported: WeakIdMap[bool] = WeakIdMap()  # optimizers told about frozen params
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardDone):
@@ -107,6 +109,9 @@ class ParamWithoutGrad(Rule):
         if isinstance(event, ParamGroupAdded):
             if event.optimizer not in self.opt_sites:
                 self.opt_sites[event.optimizer] = event.site
+            for q in event.params:
+                if isinstance(q, torch.Tensor) and q.requires_grad:
+                    self.given_trainable[q] = True
             return None
         if isinstance(event, StepCall) and event.closure:
             self.closure_opt = event.optimizer
@@ -132,15 +137,25 @@ class ParamWithoutGrad(Rule):
         out = []
         unreached = []
         cut: list[tuple[torch.Tensor, list]] = []
+        filled: set[int] | None = None
         trainable = 0
+        frozen_later = []
         for group in event.optimizer.param_groups:
             for p in group["params"]:
-                if not isinstance(p, torch.Tensor) or not p.requires_grad:
+                if not isinstance(p, torch.Tensor):
+                    continue
+                if not p.requires_grad:
+                    if p.grad is None and p in self.given_trainable:
+                        frozen_later.append(p)
                     continue
                 trainable += 1
                 if p.grad is not None:
                     self.reached[p] = True
                     continue
+                if filled is None:
+                    filled = {id(v) for v in (r() for r in self.last_leaves) if v is not None}
+                if id(p) in filled:
+                    continue  # the last backward reached it: its .grad was cleared since (GG010's)
                 cuts = self._cuts(ctx, p, start)
                 if cuts:
                     if self.read_reported.get(p) != self.backwards:
@@ -149,6 +164,9 @@ class ParamWithoutGrad(Rule):
                 if backwards and p not in self.reached:
                     self.none_steps[p] = self.none_steps.get(p, 0) + 1
                     unreached.append(p)
+        if frozen_later and opt not in self.frozen_reported and backwards and ctx.recording_details():
+            self.frozen_reported[opt] = True
+            out.extend(self._frozen_later(ctx, event, frozen_later))
         for members, cuts in self._by_cut_module(ctx, cut):
             out.append(self._cut_finding(ctx, event, members, cuts))
         if unreached and not out and not cut and ctx.recording_details():
@@ -159,9 +177,11 @@ class ParamWithoutGrad(Rule):
         """The user reads `.grad` of an optimized parameter after a backward, and it is None:
         remembered, and explained if the program then fails on the None (`param.grad.data`)."""
         p = event.tensor
-        if (not isinstance(p, torch.Tensor) or not ctx.is_optimized(p) or not p.requires_grad
-                or ctx.in_optimizer_step() or self.backwards <= self.step_backwards
-                or self.read_reported.get(p) == self.backwards):
+        if not isinstance(p, torch.Tensor) or not ctx.is_optimized(p):
+            return None
+        in_step = ctx.in_optimizer_step()  # a step written by the user reading every parameter
+        if not in_step and (not p.requires_grad or self.backwards <= self.step_backwards
+                            or self.read_reported.get(p) == self.backwards):
             return None  # only reads after a backward of this iteration
         if p.grad is not None or not read_by_user():
             return None
@@ -187,20 +207,25 @@ class ParamWithoutGrad(Rule):
         if pending is None or not isinstance(exc, (AttributeError, TypeError)) or "NoneType" not in str(exc):
             return None
         ref, site, subject, _ = pending
-        tb, line = exc.__traceback__, None
-        while tb is not None:  # the innermost frame in the file of the read
-            if site and tb.tb_frame.f_code.co_filename == site[0].file:
-                line = tb.tb_lineno
+        tb, lines = exc.__traceback__, set()
+        while tb is not None:  # the read's line is on the failing stack (`norm(p.grad)` fails inside)
+            lines.add((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
             tb = tb.tb_next
-        if not site or line != site[0].line:
+        if not site or (site[0].file, site[0].line) not in lines:
             return None
         p = ref()
         name = subject.name
         opt = next((o for o in (r() for r, _ in list(self.opt_sites.entries.values())) if o is not None
                     and p is not None and any(q is p for g in o.param_groups for q in g["params"])), None)
-        made = ctx.loc(self.opt_sites.get(opt)) if opt is not None else None
-        cuts = self._cuts(ctx, p, self.window_start) if p is not None else []
-        if cuts:
+        made = _built_at(self.opt_sites.get(opt)) if opt is not None else None
+        cuts = self._cuts(ctx, p, self.window_start) if p is not None and p.requires_grad else []
+        if p is not None and not p.requires_grad:
+            why = ("it is frozen (requires_grad=False) but the optimizer holds it, so its .grad is "
+                   "None where the step reads it")
+            fix = ("give the optimizer only the trainable parameters: "
+                   "filter(lambda p: p.requires_grad, model.parameters()), or skip parameters whose "
+                   ".grad is None in the step")
+        elif cuts:
             line = cuts[0].site[0].line if cuts[0].site else "?"
             why = (f"its path to the loss is cut by {describe_op(cuts[0])} at line {line}, so its "
                    ".grad is None where the program reads it")
@@ -208,8 +233,9 @@ class ParamWithoutGrad(Rule):
             why = ("the last backward did not reach it, so its .grad is None where the program "
                    "reads it: its only path to the loss goes through an op with no gradient "
                    "(integer indices of max/sort/topk, a comparison), or the forward does not use it")
-        fix = (f"keep {name or 'the parameter'} on a differentiable path to the loss (use the values, "
-               "not the indices; a soft selection), or skip parameters whose .grad is None")
+        if p is None or p.requires_grad:
+            fix = (f"keep {name or 'the parameter'} on a differentiable path to the loss (use the "
+                   "values, not the indices; a soft selection), or skip parameters whose .grad is None")
         related = cut_related(ctx, cuts)
         if cuts and cuts[0].site:
             related.append(Related("fix-at", None, describe_op(cuts[0]), ctx.loc(cuts[0].site)))
@@ -352,6 +378,32 @@ class ParamWithoutGrad(Rule):
                                                        entry_op="optimizer.step()")))
         return out
 
+    def _frozen_later(self, ctx: RuleContext, event: Any, params: list[torch.Tensor]) -> list[Finding]:
+        """Parameters that required grad when the optimizer was given them and were frozen since
+        (`requires_grad = False` after the optimizer was built): it still holds them, they get no
+        gradient. Often meant (a backbone frozen for a while), so: info."""
+        opt_hit = ctx.name_of(event.optimizer)
+        opt_name = opt_hit.name if opt_hit else "the optimizer"
+        made = ctx.loc(self.opt_sites.get(event.optimizer))
+        out = []
+        for label, members in _by_module(ctx, params)[:2]:
+            subject = ctx.subject(members[0], kind="parameter")
+            owner = _resolve_module(label) if label else None
+            if owner is not None and _covers_all(owner, members):
+                subject = replace(subject, name=label, kind="module",
+                                  created_at=origin_of(owner) or subject.created_at)
+            name = subject.name
+            why = (f"requires_grad was switched off after {opt_name} was built: {opt_name} still "
+                   "holds it, and it gets no gradient")
+            fix = (f"freeze before building {opt_name} and give it only the trainable parameters "
+                   "(filter(lambda p: p.requires_grad, model.parameters())), or leave "
+                   f"{name or 'it'} trainable if it should learn")
+            related = ctx.fix_at(made, opt_name, "optimizer")
+            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
+                                    {"why": why, "fix": fix, "name": display(name, "A parameter")},
+                                    related, severity="info"))
+        return out
+
     def _trained_module(self, params: list[torch.Tensor]) -> tuple[str, Any] | None:
         """The user's module whose parameters the last backward reached, when the optimizer's
         parameters are none of them (an optimizer over another instance of the model)."""
@@ -366,6 +418,15 @@ class ParamWithoutGrad(Rule):
         return None
 
 
+def _built_at(site: Any) -> Any:
+    """Where the user builds an optimizer: the first frame outside an `__init__` (a user-written
+    optimizer's constructor hands its parameters on from inside `__init__`)."""
+    if not site:
+        return None
+    fr = next((f for f in site if f.function != "__init__"), site[0])
+    return SourceLoc.from_frame(fr)
+
+
 def _param_subject(ctx: RuleContext, p: torch.Tensor) -> Any:
     """A parameter's subject named by its path in the user's model (`first_model.fc.weight`), not
     by a loop variable that happens to hold it (`for param in model.parameters()`), and dated by
@@ -375,6 +436,12 @@ def _param_subject(ctx: RuleContext, p: torch.Tensor) -> Any:
     if owner is not None and owner.how == "registered":
         subject = replace(subject, name=owner.path, created_at=origin_of(p) or subject.created_at)
     return subject
+
+
+def _covers_all(module: torch.nn.Module, params: list[torch.Tensor]) -> bool:
+    """Whether `params` are all of `module`'s parameters (trainable or not)."""
+    have = {id(q) for q in module.parameters()}
+    return bool(have) and have <= {id(p) for p in params}
 
 
 def _covers(module: torch.nn.Module, params: list[torch.Tensor]) -> bool:

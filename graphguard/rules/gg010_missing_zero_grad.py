@@ -8,9 +8,10 @@ from typing import Any
 import torch
 
 from ..capture.weakmap import WeakIdMap
-from ..events import BackwardCall, BackwardDone, InplaceOp, ParamGroupAdded, StepCall, StepDone
+from ..events import BackwardCall, BackwardDone, GradRead, InplaceOp, ParamGroupAdded, StepCall, StepDone
 from ..model import Finding, Related, Site, Subject
 from .base import Rule, display
+from .shared.reads import read_by_user
 
 __all__ = ["MissingZeroGrad"]
 
@@ -73,7 +74,11 @@ class MissingZeroGrad(Rule):
     template = ("{name} {verb} that still hold the previous update's (line {stepped_line}): "
                 "nothing zeroed them before the backward at line {backward_line} added the new "
                 "ones{count}. {fix}")
-    events = (StepDone, BackwardCall, BackwardDone, StepCall, InplaceOp, ParamGroupAdded)
+    events = (StepDone, BackwardCall, BackwardDone, StepCall, InplaceOp, ParamGroupAdded, GradRead)
+
+    CLEARED_TEMPLATE = ("{name} steps with no gradients: the backward at line {backward_line} "
+                        "computed them, and they were cleared (zero_grad() at line {cleared_line}) "
+                        "before the step. {fix}")
 
     def __init__(self) -> None:
         self.states: WeakIdMap[_GradState] = WeakIdMap()  # parameter -> _GradState
@@ -82,13 +87,32 @@ class MissingZeroGrad(Rule):
         self.done: WeakIdMap[bool] = WeakIdMap()  # optimizers already reported
         self.sizes: WeakIdMap[int] = WeakIdMap()  # optimizer -> parameters it held at its last step
         self.made: WeakIdMap[Any] = WeakIdMap()  # optimizer -> the site that built it (first group)
+        # since the last step: the leaves backward filled (weakly, recording only), the last
+        # backward's site, and where .grad was then read by torch code (zero_grad's own reads)
+        self.filled: list[Any] = []
+        self.last_backward: Site | None = None
+        self.cleared_at: Site | None = None
+        self.cleared_reported: WeakIdMap[bool] = WeakIdMap()
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
             self._before_backward(event)
         elif isinstance(event, BackwardDone):
             self._after_backward(event.call)
+            if ctx.recording_details() and event.call.api != "grad" and event.call.scan is not None:
+                # (leaf, its .grad, that grad's version) as the backward left them
+                self.filled = [(weakref.ref(v), weakref.ref(v.grad) if v.grad is not None else None,
+                                v.grad._version if v.grad is not None else -1)
+                               for v in event.call.scan.leaves[:256]]
+                self.last_backward, self.cleared_at = event.call.site, None
+        elif isinstance(event, GradRead):
+            if self.filled and self.cleared_at is None and not read_by_user():
+                self.cleared_at = event.site  # torch reads .grad: zero_grad(), clip_grad_norm_, ...
         elif isinstance(event, StepCall):
+            out = self._cleared_before_step(event, ctx)
+            self.filled = []
+            if out:
+                return out
             return self._at_step(event, ctx)
         elif isinstance(event, StepDone):
             self._after_step(event, ctx)
@@ -200,6 +224,45 @@ class MissingZeroGrad(Rule):
         self._set_onto(state, None)
 
     # ---- judging -------------------------------------------------------------------------------
+    def _cleared_before_step(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
+        """zero_grad() between backward and step: the backward filled the optimizer's gradients,
+        and at the step none of them holds anything (None, or all zeros)."""
+        opt = event.optimizer
+        if not self.filled or event.closure or opt in self.cleared_reported:
+            return None
+        held = {id(p) for g in opt.param_groups for p in g["params"]}
+        filled = []
+        for ref, gref, version in self.filled:
+            p = ref()
+            if p is None or id(p) not in held:
+                continue
+            g = p.grad
+            if g is not None and (gref is None or gref() is g and g._version == version):
+                return None  # as the backward left it (an all-zero gradient is GG013's)
+            if g is not None and bool(g.ne(0).any()):
+                return None  # replaced or changed, but holds a gradient
+            filled.append(p)
+        if not filled:
+            return None
+        self.cleared_reported[opt] = True
+        hit = ctx.name_of(opt)
+        name = hit.name if hit else "optimizer"
+        made = self.made.get(opt)
+        subject = Subject(name, "optimizer", f"{type(opt).__name__}, {len(filled)} parameter(s)",
+                          ctx.loc(made) if made else None)
+        backward, cleared = ctx.loc(self.last_backward), ctx.loc(self.cleared_at)
+        fix = (f"move {name}.zero_grad() before the backward (or after {name}.step()): "
+               "clear the old gradients, then compute the new ones, then step")
+        related = []
+        if cleared is not None:
+            related.append(Related("cleared-at", name, "zero_grad()", cleared))
+        related.append(Related("accumulated-by", None, "backward", backward))
+        related += ctx.fix_at(backward, name, "zero_grad() before this backward")
+        args = {"name": display(name, "The optimizer"), "backward_line": backward.line if backward else "?",
+                "cleared_line": cleared.line if cleared else "?", "fix": fix}
+        return [Finding(self.code, self.slug, self.severity, args, subject, ctx.loc(event.site),
+                        ctx.iteration, True, fix, related, template=self.CLEARED_TEMPLATE)]
+
     def _at_step(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
         opt = event.optimizer
         if not self.flagged or opt in self.done:
