@@ -15,6 +15,7 @@ from ..lookup.origins import origin_of
 from ..lookup.assigned import assigned_target
 from ..model import Finding, Related, SourceLoc, Subject
 from .base import Rule, display
+from .shared.deadgraph import GraphIndex, chain, downward, index_graph, upward
 from .context import RuleContext
 
 __all__ = ["ZeroGradient"]
@@ -34,8 +35,9 @@ class ZeroGradient(Rule):
     derivative is zero almost everywhere: `round`, `floor`, `ceil`, `trunc`, `sign`. It names the
     parameter and the op and its line.
 
-    When all of a module's parameters are stuck, the finding names the first one as written
-    (`model.fc.weight`) and the module as `held-by`.
+    When all of one module's parameters are stuck, the finding names the first one as written
+    (`model.fc.weight`) and the module as `held-by`; when several modules are (the whole model
+    behind the op), it names each module (`model.fc2`).
 
     As a warning, it also fires before backward when one term of a sum reaches the optimized
     parameters only through such an op while the other terms train them (`loss + (sign(pred) -
@@ -125,33 +127,25 @@ class ZeroGradient(Rule):
         opt = [i for i in scan.leaf_index if ctx.is_optimized(getattr(nodes[i], "variable", None))]
         if not opt:
             return []
-        index = {id(n): i for i, n in enumerate(nodes)}
-        children: list[list[int]] = [[] for _ in nodes]
-        parents: list[list[int]] = [[] for _ in nodes]
-        for i, n in enumerate(nodes):
-            for nf, _ in getattr(n, "next_functions", ()):
-                j = index.get(id(nf)) if nf is not None else None
-                if j is not None:
-                    children[i].append(j)
-                    parents[j].append(i)
-        reach = _upward(opt, parents, set())
-        live = _upward(opt, parents, zero)  # reaches a parameter without a zero-derivative op
+        g = index_graph(nodes)
+        reach = upward(g, opt)
+        live = upward(g, opt, zero)  # reaches a parameter without a zero-derivative op
         if 0 not in live:
             return []  # nothing trains: the step-time check judges the parameters
-        trained = _downward(0, children, zero) & set(opt)  # parameters some term trains
+        trained = downward(g, 0, zero) & set(opt)  # parameters some term trains
         out = []
         for i in sorted(live):
             if type(nodes[i]).__name__ not in _SUMS:
                 continue
-            for t in children[i]:
+            for t in g.children[i]:
                 if t in live or t not in reach or t in zero:
                     continue
-                z = _first_zero(t, children, reach, live, zero)
+                z = _first_zero(g, t, reach, live, zero)
                 # only when the parameters behind the op learn from the other terms: a parameter
                 # whose every path is cut gets an all-zero gradient, which the step-time check reports
-                if z is None or not (_downward(z, children, set()) & trained):
+                if z is None or not (downward(g, z) & trained):
                     continue
-                f = self._dead_term_finding(ctx, event, nodes[i], [nodes[k] for k in _chain(t, z, children)], nodes[z])
+                f = self._dead_term_finding(ctx, event, nodes[i], [nodes[k] for k in chain(g, t, z)], nodes[z])
                 if f is not None:
                     out.append(f)
         return out[:4]
@@ -213,7 +207,11 @@ class ZeroGradient(Rule):
         for p in zero:
             self.reported[p] = True
         out = []
-        for label, members, module in _group(ctx, zero)[:4]:
+        groups = _group(ctx, zero)
+        # one stuck layer: its first parameter as written (`model.enc.weight`), the module held-by;
+        # several (the whole model behind the op): each module (`model.fc1`, `model.fc2`)
+        by_module = sum(1 for label, _, _ in groups if label is not None) > 1
+        for label, members, module in groups[:4]:
             p = members[0]
             op, site, it = self.behind.get(p)
             subject = ctx.subject(p, kind="parameter")
@@ -223,11 +221,15 @@ class ZeroGradient(Rule):
                 # (`model.fc.weight`), dated by the line that builds the module; the module and
                 # its other parameters go in `related`
                 made = origin_of(module)
-                subject = replace(subject, created_at=made or subject.created_at)
-                held = [Related("held-by", label, None, made)]
-                for q in members[1:4]:
-                    hq = ctx.name_of(q)
-                    held.append(Related("unreachable", hq.name if hq else None, None, None))
+                if by_module:
+                    subject = replace(subject, name=label, kind="module",
+                                      created_at=made or subject.created_at)
+                else:
+                    subject = replace(subject, created_at=made or subject.created_at)
+                    held = [Related("held-by", label, None, made)]
+                    for q in members[1:4]:
+                        hq = ctx.name_of(q)
+                        held.append(Related("unreachable", hq.name if hq else None, None, None))
             if subject.created_at is None:
                 subject = replace(subject, created_at=origin_of(p))
             line = site[0].line if site else "?"
@@ -247,49 +249,7 @@ _TERM_TEMPLATE = ("{name} adds a term to the loss whose only path to the optimiz
                   "nothing while the other terms do. Fix: {fix}")
 
 
-def _upward(starts: list[int], parents: list[list[int]], blocked: set[int]) -> set[int]:
-    """Nodes from which one of `starts` is reached, not passing through `blocked` nodes."""
-    seen = {i for i in starts if i not in blocked}
-    stack = list(seen)
-    while stack:
-        for p in parents[stack.pop()]:
-            if p not in seen and p not in blocked:
-                seen.add(p)
-                stack.append(p)
-    return seen
-
-
-def _chain(start: int, end: int, children: list[list[int]]) -> list[Any]:
-    """Indices on a shortest path from `start` down to `end` (both included)."""
-    prev = {start: -1}
-    queue = [start]
-    while queue:
-        i = queue.pop(0)
-        if i == end:
-            break
-        for c in children[i]:
-            if c not in prev:
-                prev[c] = i
-                queue.append(c)
-    path, i = [], end
-    while i != -1 and i in prev:
-        path.append(i)
-        i = prev[i]
-    return path[::-1]
-
-
-def _downward(start: int, children: list[list[int]], blocked: set[int]) -> set[int]:
-    """Nodes reached from `start` (included) without passing through `blocked` nodes."""
-    seen, stack = {start}, [start]
-    while stack:
-        for c in children[stack.pop()]:
-            if c not in seen and c not in blocked:
-                seen.add(c)
-                stack.append(c)
-    return seen
-
-
-def _first_zero(start: int, children: list[list[int]], reach: set[int], live: set[int],
+def _first_zero(g: GraphIndex, start: int, reach: set[int], live: set[int],
                 zero: set[int]) -> int | None:
     """The first zero-derivative node below `start` on its paths to the parameters."""
     seen, queue = {start}, [start]
@@ -297,7 +257,7 @@ def _first_zero(start: int, children: list[list[int]], reach: set[int], live: se
         i = queue.pop(0)
         if i in zero:
             return i
-        for c in children[i]:
+        for c in g.children[i]:
             if c not in seen and c in reach and c not in live:
                 seen.add(c)
                 queue.append(c)
