@@ -633,8 +633,10 @@ class GraphGuard:
         self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         if not self.rec.saved_hooks_on:
             # light mode: PyTorch's own version check, read now, before PyTorch runs (GG005)
+            marks = scan.marks
+            freed = {i for i in scan.marked_index if not marks[i].retained}
             with torch._C.DisableTorchFunction():
-                adopt_modified_saved(scan.nodes, self.rec.unpack, self.rec.adopt)
+                adopt_modified_saved(scan.nodes, self.rec.unpack, self.rec.adopt, freed)
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
                             self.backward_calls, self.iteration)
         self.backward_calls += 1
