@@ -149,17 +149,18 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         print(f"graphguard fix: rejected {c.family} for {_brief(d)} ({shown.get(c.file)}:{c.line}): {reason}",
               file=err)
 
-    def keep(f: dict[str, Any], c: Any, e: Edits, together: Edits, res: Any, note: str = "") -> None:
+    def keep(f: dict[str, Any], c: Any, e: Edits, together: Edits, res: Any, note: str = "",
+             partner: dict[str, Any] | None = None) -> None:
         nonlocal kept, current
         kept, current = together, res
         doc["patches"].append({"finding": _describe(f, shown), "family": c.family, "note": c.note + note,
                                "file": shown.get(c.file), "line": c.line, "diff": unified(prog, e, shown),
                                "after": res.summary(),
                                "also_fixes": [_describe(g, shown) for g in targets
-                                              if g is not f and not present(g, res)
+                                              if g is not f and g is not partner and not present(g, res)
                                               and not any(key(g) == key(h) for h in fixed)]})
         fixed.append(f)
-        fixed.extend(g for g in targets if not present(g, res) and g is not f)
+        fixed.extend(g for g in targets if not present(g, res) and g is not f and g is not partner)
 
     for i, f in enumerate(targets):
         if not present(f, current):
@@ -196,7 +197,8 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                     continue
                 reason, res, together = attempt([f, g], both)
                 if reason is None:
-                    keep(f, c1, e1, merge(kept, e1) or kept, res, f" (with the patch for {g.get('code')})")
+                    keep(f, c1, e1, merge(kept, e1) or kept, res, f"; verified with the next patch, for {g.get('code')}",
+                         partner=g)
                     keep(g, c2, e2, together, res)
                     break
                 reject(g, c2, f"with {c1.family} for {f.get('code')}: {reason}")
