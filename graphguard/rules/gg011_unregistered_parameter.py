@@ -481,7 +481,10 @@ class _Order:
         deps = [False] * len(nodes)
         for i in self._scan.leaf_index:
             v = getattr(nodes[i], "variable", None)
-            if v is not None and self._ctx.is_optimized(v):
+            # Only optimized *parameters* make activations "trained": when the optimized leaf is
+            # a plain tensor (the canvas of style transfer, an adversarial input, deep dream), the
+            # modules applied to it are fixed functions of it, not heads left out of the optimizer.
+            if v is not None and isinstance(v, torch.nn.Parameter) and self._ctx.is_optimized(v):
                 deps[i] = True
                 if self.trained is None:
                     self.trained = v
