@@ -12,7 +12,7 @@ from ..lookup.names import find_name
 from ..events import BackwardCall
 from ..model import Finding, Related, Subject
 from .shared.growth import Growth
-from .shared.stale import analyze, is_carried, site_key, snapshot
+from .shared.stale import analyze, is_carried, site_key, snapshot, snapshot_with_roles
 from .base import Rule, display
 from .context import RuleContext
 
@@ -157,7 +157,10 @@ class CarriedState(Rule):
                                  {"made_in": f"iteration {st.iteration}", "stale": 1,
                                   "crash": ("; the optimizer has stepped the weights its graph saved since: "
                                             "this backward would fail"),
-                                  "fix": fix, "name": display(name)}, related)]
+                                  "fix": fix, "name": display(name)}, related,
+                                 graph=snapshot_with_roles(event, {hit.index: ["modified"]}, hit.index, name,
+                                                           f"GG004: {name} kept from iteration {st.iteration}",
+                                                           ctx.creation))]
         return None
 
     def _walked(self, event: BackwardCall, iteration: int) -> tuple[int, int] | None:

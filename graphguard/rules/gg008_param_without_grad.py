@@ -401,7 +401,11 @@ class ParamWithoutGrad(Rule):
             related = ctx.fix_at(made, opt_name, "optimizer")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
                                     {"why": why, "fix": fix, "name": display(name, "A parameter")},
-                                    related, severity="info"))
+                                    related, severity="info",
+                                    graph=cut_snapshot(ctx, [], members,
+                                                       f"GG008: {name or 'parameters'} frozen, still optimized",
+                                                       entry_site=event.site,
+                                                       entry_op="optimizer.step()")))
         return out
 
     def _trained_module(self, params: list[torch.Tensor]) -> tuple[str, Any] | None:

@@ -141,7 +141,10 @@ class LossWithoutGrad(Rule):
                              "require grad and backward() would fail")
                 subject = Subject(point.name, "tensor", subject.summary, point.where or subject.created_at,
                                   ctx.iteration)
-            graph = cut_snapshot(ctx, cuts, leaves, f"GG009: {name or 'the loss'} has no grad_fn",
+            # no cut recorded (a fresh tensor, a value through .item()): the optimized parameters
+            # are what gets no gradient, so they are what the diagram shows
+            graph = cut_snapshot(ctx, cuts, leaves or list(ctx.optimized_params())[:8],
+                                 f"GG009: {name or 'the loss'} has no grad_fn",
                                  sink=root, entry_site=event.site, entry_op=f"{event.api}()")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
                                     {"why": why, "fix": fix, "name": display(subject.name, "The loss"),

@@ -13,7 +13,8 @@ from ..lookup.source import assigned_targets
 from ..events import BackwardCall
 from ..model import Finding, Related
 from .shared.growth import Growth
-from .shared.stale import StaleAnalysis, analyze, site_key, snapshot
+from .shared.snapshot import MAX_SNAPSHOT_NODES
+from .shared.stale import StaleAnalysis, analyze, site_key, snapshot, snapshot_with_roles
 from .base import Rule, display
 from .context import RuleContext
 
@@ -186,7 +187,10 @@ class RetainGraphGrowth(Rule):
                          {"stale": len(event.scan.marked_index) - len(event.scan.leaf_index & set(event.scan.marked_index)),
                           "since": ctx.iteration, "growth": growth,
                           "why": "re-run by every retained backward of this iteration, each reaching further",
-                          "fix": fix, "name": display(name, "the shared graph")}, related)
+                          "fix": fix, "name": display(name, "the shared graph")}, related,
+                         graph=snapshot_with_roles(
+                             event, {i: ["stale"] for i in event.scan.marked_index[:MAX_SNAPSHOT_NODES]},
+                             first, name, f"GG102: {name or 'shared graph'} re-walked", ctx.creation))
         series = self.series[key] = Growth()
         series.add(ctx.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
         f.details["growth"] = series.details

@@ -10,7 +10,7 @@ from ...capture.sites import loc_of
 from .snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
 from ...events import BackwardCall
 
-__all__ = ["StaleAnalysis", "analyze", "is_carried", "snapshot", "site_key"]
+__all__ = ["StaleAnalysis", "analyze", "is_carried", "snapshot", "snapshot_with_roles", "site_key"]
 
 
 @dataclass
@@ -134,3 +134,14 @@ def snapshot(call: BackwardCall, a: StaleAnalysis, label: str | None, title: str
         if src is not None:
             snap.link(src, used.id, "freed by" if a.kind == "freed" else "run by")
     return snap
+
+
+def snapshot_with_roles(call: BackwardCall, roles: dict[int, list[str]], label_at: int | None,
+                        label: str | None, title: str, creation: Any = None) -> GraphSnapshot:
+    """The backward's graph around nodes whose roles a rule already knows (no stale analysis: a
+    part re-walked within one iteration, a saved tensor stepped by the optimizer)."""
+    roles = {0: ["root"], **roles} if 0 not in roles else roles
+    labels = {label_at: label} if label and label_at is not None else {}
+    entry = call_node("entry", "this backward", loc_of(call.site), call.iteration)
+    return snapshot_from_scan(call.scan, roles, labels, title, roots=call.roots, entry=entry,
+                              creation=creation)
