@@ -17,6 +17,7 @@ from ..model import Finding, Related, SourceLoc
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .shared.modules import is_container
 from .shared.reads import read_by_user
+from .shared.steps import ClosureDeferral
 from .base import Rule, display
 from .context import RuleContext
 
@@ -77,7 +78,7 @@ class ParamWithoutGrad(Rule):
         self.backwards = 0  # backward calls seen
         self.seen: WeakIdMap[int] = WeakIdMap()  # optimizer -> backward calls seen at its last step
         self.opt_sites: WeakIdMap[Any] = WeakIdMap()  # optimizer -> where it was given parameters
-        self.closure_opt: Any = None  # step(closure) under way: judged at its StepDone
+        self.closures = ClosureDeferral()  # step(closure): judged at its StepDone
         self.none_steps: WeakIdMap[int] = WeakIdMap()  # param -> steps judged with .grad None
         self.reached: WeakIdMap[bool] = WeakIdMap()  # param -> got a gradient at some step
         self.reported: WeakIdMap[bool] = WeakIdMap()  # param -> already reported as unreached
@@ -113,13 +114,8 @@ class ParamWithoutGrad(Rule):
                 if isinstance(q, torch.Tensor) and q.requires_grad:
                     self.given_trainable[q] = True
             return None
-        if isinstance(event, StepCall) and event.closure:
-            self.closure_opt = event.optimizer
+        if self.closures.defer(event):
             return None
-        if isinstance(event, StepDone):
-            if event.optimizer is None or event.optimizer is not self.closure_opt:
-                return None
-            self.closure_opt = None
         return self._judge(event, ctx)
 
     def _judge(self, event: Any, ctx: RuleContext) -> list[Finding]:

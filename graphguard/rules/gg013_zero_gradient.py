@@ -14,6 +14,7 @@ from ..lookup.names import resolve
 from ..lookup.origins import origin_of
 from ..lookup.assigned import assigned_target
 from ..model import Finding, Related, SourceLoc, Subject
+from .shared.steps import ClosureDeferral
 from .base import Rule, display
 from .shared.deadgraph import GraphIndex, chain, downward, index_graph, upward
 from .context import RuleContext
@@ -79,7 +80,7 @@ class ZeroGradient(Rule):
         self.zero_steps: WeakIdMap[int] = WeakIdMap()
         self.moved: WeakIdMap[bool] = WeakIdMap()  # param -> had a non-zero gradient once
         self.reported: WeakIdMap[bool] = WeakIdMap()
-        self.closure_opt: Any = None
+        self.closures = ClosureDeferral()  # step(closure): judged at its StepDone
         self.dead_reported: set[tuple[str, int]] = set()  # lines of terms reported (_dead_terms)
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
@@ -89,13 +90,8 @@ class ZeroGradient(Rule):
                 if event.api == "backward" and ctx.any_optimized():
                     return self._dead_terms(event, ctx)
             return None
-        if isinstance(event, StepCall) and event.closure:
-            self.closure_opt = event.optimizer
+        if self.closures.defer(event):
             return None
-        if isinstance(event, StepDone):
-            if event.optimizer is None or event.optimizer is not self.closure_opt:
-                return None
-            self.closure_opt = None
         if not len(self.behind):
             return None
         return self._judge(event, ctx)
