@@ -27,13 +27,9 @@ class Workload:
     build: Callable[[], Step]  # returns a fresh step() over fresh state
 
 
-def _mlp() -> Step:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))
-
+def _classifier_step(model: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
+                     x: torch.Tensor, y: torch.Tensor) -> Step:
+    """One classification step: zero_grad, cross-entropy of model(x) against y, backward, step."""
     def step() -> float:
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
@@ -42,6 +38,16 @@ def _mlp() -> Step:
         return loss.item()
 
     return step
+
+
+def _mlp() -> Step:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))
+
+    return _classifier_step(model, opt, x, y)
 
 
 class _SmallCNN(nn.Module):
@@ -63,14 +69,7 @@ def _cnn() -> Step:
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x, y = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
 
-    def step() -> float:
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    return step
+    return _classifier_step(model, opt, x, y)
 
 
 class _WordLM(nn.Module):
@@ -144,14 +143,7 @@ def _encoder_step(d_model: int, ff: int) -> Step:
     opt = torch.optim.AdamW([*enc.parameters(), *head.parameters()], lr=1e-4)
     x, y = torch.randn(16, 32, d_model), torch.randint(0, 10, (16,))
 
-    def step() -> float:
-        opt.zero_grad()
-        loss = F.cross_entropy(head(enc(x).mean(dim=1)), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    return step
+    return _classifier_step(lambda t: head(enc(t).mean(dim=1)), opt, x, y)
 
 
 def _transformer() -> Step:
@@ -237,14 +229,7 @@ def _resnet() -> Step:
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
     x, y = torch.randn(16, 3, 32, 32), torch.randint(0, 10, (16,))
 
-    def step() -> float:
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    return step
+    return _classifier_step(model, opt, x, y)
 
 
 def _ellipse() -> Step:
