@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .candidates import RANK, candidates_for, subject_name
-from .verify import (SEVERE, Edits, Program, Result, apply_edits, edits_of, judge, key, merge, present,
+from .verify import (Edits, Program, apply_edits, edits_of, judge, key, merge, present,
                      run, size, unified)
 
 
@@ -71,7 +71,6 @@ def _program(opts: Options) -> tuple[Program, dict[str, str]]:
             compile(prog.read(os.path.basename(path)) or "", opts.script, "exec", dont_inherit=True)
         except SyntaxError as err:
             raise FixUsageError(f"{opts.script}:{err.lineno}: syntax error: {err.msg}") from None
-    shown: dict[str, str] = {}
 
     def show(rel: str) -> str:
         p = os.path.join(prog.root, rel)
