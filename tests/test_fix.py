@@ -9,12 +9,11 @@ each run is cut to, 3 unless the finding needs more iterations to show).
 from __future__ import annotations
 
 import json
-import re
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from fixkit import check_annotated, run_fix, write_program
 from graphguard.cli import main
 
 pytestmark = pytest.mark.slow  # every case runs its program several times in subprocesses
@@ -342,33 +341,13 @@ MIXED = """\
     """
 
 
-def _write(tmp_path: Path, source: str, name: str = "train.py") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
-
-
-def _fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, steps: int = 3) -> tuple[int, dict]:
-    monkeypatch.chdir(tmp_path)
-    out = tmp_path / "fix.json"
-    rc = main(["fix", "--max-steps", str(steps), "--json", str(out), *extra, "train.py"])
-    return rc, json.loads(out.read_text(encoding="utf-8"))
+_write = write_program
+_fix = run_fix
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_each_family_gets_a_verified_patch(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _write(tmp_path, PROGRAMS[name])
-    before = path.read_text()
-    code, family, line, steps = re.match(r"# fix: (\S+) (\S+) (\d+)(?: steps=(\d+))?", before).groups()
-    rc, doc = _fix(tmp_path, monkeypatch, steps=int(steps or 3))
-    assert rc == 0, doc
-    kept = [(p["finding"]["code"], p["family"], p["line"]) for p in doc["patches"]]
-    assert (code, family, int(line)) in kept
-    assert doc["after"]["findings"]["error"] == 0 and doc["after"]["findings"]["warning"] == 0
-    assert doc["after"]["status"] in ("ok", "exited")
-    assert path.read_text() == before  # no --apply: nothing written
-    patch = next(p for p in doc["patches"] if p["finding"]["code"] == code)
-    assert f"+++ b/train.py" in patch["diff"]
+    check_annotated(tmp_path, monkeypatch, PROGRAMS[name])
 
 
 def test_failing_candidate_rejected_and_apply_writes_only_kept(tmp_path: Path,
