@@ -32,6 +32,8 @@ from .families import (
     keep_history,
     checkpoint_non_reentrant,
     copy_into_param,
+    cut_carried_state,
+    cut_growing_state,
 )
 from .tree import Maker, Source, drop_rewraps, loc, subject_name
 
@@ -54,7 +56,7 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG007": [leaf_parameter],
     "GG012": [reduce_loss],
     "GG002": [detach_source],
-    "GG004": [detach_carried, detach_source],
+    "GG004": [cut_carried_state, detach_source],  # cut_carried_state also yields detach_carried's writes
     "GG005": [out_of_place],
     "GG006": [no_grad_update],
     "GG008": [smooth_cut, keep_history, enable_grad],
@@ -66,6 +68,7 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG010": [zero_grad_before_backward],
     "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer],
     "GG101": [accumulate_detached],
+    "GG102": [cut_growing_state],
     "GG104": [detach_copy_sources],
 }
 
@@ -73,7 +76,13 @@ FAMILIES: dict[str, list[Maker]] = {
 # the order families are tried in, before size: summing two losses never changes what training computes;
 # retain_graph=True is tried after every other candidate, whatever their size: it makes the
 # error go away in every program, and keeps the whole graph alive until the next backward
-RANK = {"sum-losses": -1, "retain-graph": 1}
+RANK = {"sum-losses": -1, "retain-graph": 1,
+        # a carried state cut where each iteration starts comes before detaching one of its writes
+        # (inside a forward that runs per time step, that would cut the history within the
+        # iteration too); with the crash's retain_graph=True dropped first: the cut makes it needless
+        "detach-carried-state": -1, "reset-module-state": -1, "detach-module-state": -1,
+        "detach-carried-state-no-retain": -2, "reset-module-state-no-retain": -2,
+        "detach-module-state-no-retain": -2}
 
 
 SILENT = {"GG008", "GG009", "GG011", "GG013"}  # no error from PyTorch: gradients are checked after the patch

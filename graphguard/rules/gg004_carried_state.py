@@ -107,6 +107,10 @@ class CarriedState(Rule):
         related = [Related("consumed-by", None, "backward", prev, a.mark.iteration if a.mark else None)]
         if subject.created_at:
             related.append(Related("assigned-at", name, None, subject.created_at))
+        if hit is not None and hit.name and hit.name != name:
+            # the state as the training loop's frame holds it (`model.hidden[0]` for `self.hidden`,
+            # `hidden[0]`: an element of an (h, c) tuple): where a fix outside the writer can reach it
+            related.append(Related("held-by", hit.name, None, ctx.loc((hit.frame,))))
         # the detach goes before this iteration's first use of the carried value: the fresh node
         # that hangs on the old part
         par = event.scan.walk.parent[a.boundary]

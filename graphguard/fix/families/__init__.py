@@ -13,6 +13,7 @@ from .grad_mode import enable_grad
 from .history import keep_history
 from .checkpoint import checkpoint_non_reentrant
 from .param_data import copy_into_param
+from .carried import cut_carried_state, cut_growing_state
 
 __all__ = [
     "detach_source",
@@ -34,4 +35,6 @@ __all__ = [
     "keep_history",
     "checkpoint_non_reentrant",
     "copy_into_param",
+    "cut_carried_state",
+    "cut_growing_state",
 ]
