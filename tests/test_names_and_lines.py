@@ -153,7 +153,7 @@ def _run(script: str) -> list[dict]:
 
 
 def test_every_error_of_the_ellipse_example_has_a_fix_at_line():
-    for script, want in (("examples/ellipse/broken.py", {"GG001": 21, "GG002": 21, "GG008": 11}),
+    for script, want in (("examples/ellipse/broken.py", {"GG001": 21, "GG002": 21, "GG008": 11, "GG009": 11}),
                          ("examples/ellipse/answer.py", {"GG009": 11})):
         errors = [f for f in _run(script) if f["severity"] == "error"]
         assert errors
@@ -168,3 +168,7 @@ def test_every_error_of_the_ellipse_example_has_a_fix_at_line():
             assert names["GG009"] == "mask"
         else:
             assert names["GG001"] == "ref_image" and names["GG008"] == "ellipsoid_axes"
+            # the loss requires grad only through fresh images; the mask is what cut the axes off
+            assert names["GG009"] == "mask"
+            made = next(f for f in errors if f["code"] == "GG009")["subject"]["created_at"]
+            assert made["line"] == 11

@@ -180,7 +180,21 @@ class LossWithoutGrad(Rule):
         order = {id(t): k for k, t in enumerate(ctx.recorded_leaf_tensors())}
         fresh = sorted(leaves, key=lambda v: order.get(id(v), -1))  # the first one made first
         point = leaf_point(ctx, fresh[0])
-        if point is not None and point.name:
+        # the loss's values were computed through a recorded tensor-level cut of the optimized
+        # parameters (a comparison mask, an argmax) and only fresh inputs made it require grad
+        # (images built with requires_grad=True): the cut is what stops training, so the finding
+        # names the tensor the cut made, where it was made (under no_grad the re-wrap stays the subject:
+        # the user switched gradients back on there)
+        behind = [c for r in roots for c in ctx.cuts_behind(r)
+                  if c.op not in SCALAR_OPS and c.site and not c.no_grad
+                  and any(ctx.is_optimized(w()) for w in c.leaves if w() is not None)]
+        through_cut = cut_point(ctx, behind[0]) if behind else None
+        if through_cut is not None and through_cut.name:
+            related += through_cut.related
+            related += ctx.fix_at(ctx.loc(behind[0].site), through_cut.name, describe_op(behind[0]))
+            subject = Subject(through_cut.name, "tensor", subject.summary,
+                              through_cut.where or subject.created_at, ctx.iteration)
+        elif point is not None and point.name:
             related += point.related
             related += ctx.fix_at(point.where, point.name, "re-wrapped without history")
             subject = Subject(point.name, "tensor", ctx.subject(fresh[0]).summary,
@@ -193,26 +207,36 @@ class LossWithoutGrad(Rule):
                 if ln <= fr.line:
                     related.append(Related("fix-at", name, "requires_grad = True",
                                            SourceLoc(fr.file, ln, fr.function), ctx.iteration))
-        if cuts and cuts[0].site:
+        if cuts and cuts[0].site and not (through_cut is not None and through_cut.name):
             related.append(Related("fix-at", None, describe_op(cuts[0]), ctx.loc(cuts[0].site),
                                    cuts[0].iteration))
             related += cut_point(ctx, cuts[0]).related  # the `with torch.no_grad():` that cut it
-        if cuts:
-            c = cuts[0]
-            why = (f"it requires grad but its history was dropped by "
-                   f"{describe_op(c)} at line {c.site[0].line if c.site else '?'}, so no optimized "
-                   "parameter gets a gradient")
-        else:
-            why = ("it requires grad but its graph reaches none of the optimized parameters, only "
-                   "tensors made in this iteration: its history was dropped and re-wrapped")
-        fix = ("keep the loss a tensor computed from the model's output (no .item(), .data, "
-               "numpy or torch.tensor(...) re-wrap), and drop the requires_grad=True re-wrap")
         starved = [r() for c in cuts for r in c.leaves if r() is not None and ctx.is_optimized(r())]
+        state = "trains nothing"
+        if through_cut is not None and through_cut.name:
+            c = behind[0]
+            params = list(dict.fromkeys(leaf_label(ctx, v) for v in {id(v): v for v in starved}.values()))[:3]
+            who = ", ".join(p for p in params if p) or "the optimized parameters"
+            state = (f"has no history, so {display(name, 'the loss')} made from it reaches no "
+                     "optimized parameter (it requires grad only through tensors made in this iteration)")
+            why = f"the path from {who} to it is cut by {describe_op(c)} at line {c.site[0].line}"
+            fix = fix_for_cut(c, next((p for p in params if p), "the parameters"))
+        else:
+            if cuts:
+                c = cuts[0]
+                why = (f"it requires grad but its history was dropped by "
+                       f"{describe_op(c)} at line {c.site[0].line if c.site else '?'}, so no optimized "
+                       "parameter gets a gradient")
+            else:
+                why = ("it requires grad but its graph reaches none of the optimized parameters, only "
+                       "tensors made in this iteration: its history was dropped and re-wrapped")
+            fix = ("keep the loss a tensor computed from the model's output (no .item(), .data, "
+                   "numpy or torch.tensor(...) re-wrap), and drop the requires_grad=True re-wrap")
         graph = cut_snapshot(ctx, cuts, starved or leaves, f"GG009: {name or 'the loss'} is re-wrapped",
                              sink=root, entry_site=event.site)
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
                             {"why": why, "fix": fix, "name": display(subject.name, "The loss"),
-                             "state": "trains nothing"}, related,
+                             "state": state}, related,
                             graph=graph)
 
     def _term_cut(self, event: BackwardCall, ctx: RuleContext) -> Finding | None:
