@@ -35,6 +35,9 @@ from .families import (
     cut_carried_state,
     cut_growing_state,
 )
+from .families.reduce_at import reduce_at_fix
+from .families.swap_args import swap_loss_arguments
+from .families.zero_grad_move import move_zero_grad_after_step
 from .tree import Maker, Source, drop_rewraps, loc, subject_name
 
 __all__ = ["Candidate", "FAMILIES", "RANK", "SILENT", "candidates_for", "subject_name"]
@@ -54,8 +57,8 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG001": [detach_source],
     "GG003": [reuse_graph],
     "GG007": [leaf_parameter],
-    "GG012": [reduce_loss],
-    "GG002": [detach_source],
+    "GG012": [reduce_loss, reduce_at_fix],
+    "GG002": [swap_loss_arguments, detach_source],
     "GG004": [cut_carried_state, detach_source],  # cut_carried_state also yields detach_carried's writes
     "GG005": [out_of_place],
     "GG006": [no_grad_update],
@@ -65,7 +68,7 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG014": [enable_grad],
     "GG015": [checkpoint_non_reentrant],
     "GG016": [copy_into_param],
-    "GG010": [zero_grad_before_backward],
+    "GG010": [move_zero_grad_after_step, zero_grad_before_backward],
     "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer],
     "GG101": [accumulate_detached],
     "GG102": [cut_growing_state],
@@ -83,6 +86,10 @@ RANK = {"sum-losses": -1, "retain-graph": 1,
         "detach-carried-state": -1, "reset-module-state": -1, "detach-module-state": -1,
         "detach-carried-state-no-retain": -2, "reset-module-state-no-retain": -2,
         "detach-module-state-no-retain": -2}
+
+# the clear moved after the step keeps gradient accumulation, so it is tried before a second clear
+# inserted before the backward; the swap the rule diagnosed comes before detaching the prediction
+RANK.update({"zero-grad-after-step": -1, "swap-loss-arguments": -1})
 
 
 SILENT = {"GG008", "GG009", "GG011", "GG013"}  # no error from PyTorch: gradients are checked after the patch

@@ -122,8 +122,9 @@ class NonDetachedTarget(Rule):
         else:
             fix = (f"pass {name}.detach(), or build {name} under torch.no_grad()" if name
                    else f"pass the {role.strip('`=')}.detach(), or build it under torch.no_grad()")
-        related += ctx.fix_at(subject.created_at or ctx.loc(event.site), name,
-                              "swap" if swapped else "detach")
+        # a swap is made at the loss call; a detach where the target is made
+        related += ctx.fix_at(ctx.loc(event.site) if swapped else (subject.created_at or ctx.loc(event.site)),
+                              name, "swap" if swapped else "detach")
         idx = 0 if swapped or role != "target" else 1
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
                             {"func": event.func, "role": role,

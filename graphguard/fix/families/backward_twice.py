@@ -25,8 +25,12 @@ def reuse_graph(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str
                 if lo > hi:
                     continue
                 for stmt in block_between(src, lo, hi):
-                    for n in reads_of(src, name, src.start(stmt)):
-                        yield ("detach-shared-input", src.start(n), src.replace(n, method_call(n, "detach")),
+                    # every read of one statement at once (a statement over several lines too): a
+                    # read left attached still reaches the freed graph
+                    reads = list({id(n): n for ln in range(src.start(stmt), src.end(stmt) + 1)
+                                  for n in reads_of(src, name, ln)}.values())
+                    if reads:
+                        yield ("detach-shared-input", src.start(reads[0]), _detach_all(src, reads),
                                f"read {name}.detach() here")
         calls = backward_calls(src, first)
         for call in calls:
@@ -50,3 +54,15 @@ def reuse_graph(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str
                     body = [summed if s is s1 else s for s in body if s is not s2]
                     yield ("sum-losses", first, src.replace(block, block.with_changes(body=body)),
                            f"one backward of {a} + {b}")
+
+
+def _detach_all(src: Source, reads: list[cst.CSTNode]) -> str:
+    """The module with `n.detach()` for every node of `reads`."""
+    class Det(cst.CSTTransformer):
+        def leave_Name(self, o: cst.Name, u: cst.Name) -> cst.BaseExpression:
+            return method_call(u, "detach") if any(o is r for r in reads) else u
+
+        def leave_Attribute(self, o: cst.Attribute, u: cst.Attribute) -> cst.BaseExpression:
+            return method_call(u, "detach") if any(o is r for r in reads) else u
+
+    return src.module.visit(Det()).code

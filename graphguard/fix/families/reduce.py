@@ -24,12 +24,16 @@ def reduce_loss(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str
     name = subject_name(f)
     line = loc(f.get("location"))[1]
     for call in backward_calls(src, line) if line else []:
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward" and not call.args:
+        # keyword options (retain_graph=...) stay; a gradient= argument already weights every element
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward" \
+                and all(a.keyword is not None and a.keyword.value != "gradient" for a in call.args):
             base = call.func.value
             yield ("mean-at-backward", line, src.replace(base, method_call(base, "mean")),
                    f"{src.code(base)}.mean().backward()")
     created = loc((f.get("subject") or {}).get("created_at"))[1]
-    hit = assign_of(src, name, created) if name and created else None
+    # a subject of kind "call" is the loss function (a module), not the tensor: never `RankLoss().mean()`
+    tensor = (f.get("subject") or {}).get("kind") != "call"
+    hit = assign_of(src, name, created) if name and created and tensor else None
     if hit:
         _, assign = hit
         yield ("mean-at-creation", created, src.replace(assign.value, method_call(assign.value, "mean")),
