@@ -41,6 +41,8 @@ from .families.zero_grad_move import move_zero_grad_after_step
 from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
+from .families.optimizer import (add_param_group, add_param_group_late, leave_out_unused, optimizer_after_model,
+                                 trainable_only)
 from .tree import Maker, Source, drop_rewraps, loc, subject_name
 
 __all__ = ["Candidate", "FAMILIES", "RANK", "SILENT", "candidates_for", "subject_name"]
@@ -66,14 +68,14 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG004": [cut_carried_state, detach_source],  # cut_carried_state also yields detach_carried's writes
     "GG005": [recompute_after_step, clone_before_write, out_of_place, inplace_flag_off],
     "GG006": [no_grad_update],
-    "GG008": [smooth_cut, soft_argmax, keep_history, enable_grad],
+    "GG008": [smooth_cut, soft_argmax, keep_history, enable_grad, optimizer_after_model, trainable_only, leave_out_unused],
     "GG009": [smooth_cut, soft_argmax, keep_history, enable_grad],
     "GG013": [smooth_cut],
     "GG014": [enable_grad],
     "GG015": [checkpoint_non_reentrant],
     "GG016": [copy_into_param],
     "GG010": [move_zero_grad_after_step, zero_grad_before_backward],
-    "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer],
+    "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer, add_param_group, add_param_group_late],
     "GG101": [accumulate_detached],
     "GG102": [cut_growing_state],
     "GG104": [detach_copy_sources],

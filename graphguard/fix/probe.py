@@ -39,6 +39,7 @@ def _install(path: str) -> None:
                         key = f"opt{i}.group{g}.param{k}"
                         rec = params.setdefault(key, {"shape": list(p.shape), "nonzero": False,
                                                       "steps_with_grad": 0})
+                        rec["requires_grad"] = bool(p.requires_grad)  # frozen now (the last step's)
                         if p.grad is not None:
                             rec["steps_with_grad"] += 1
                             if bool((p.grad != 0).any()):

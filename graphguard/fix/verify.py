@@ -296,10 +296,34 @@ def judge(f: dict[str, Any], base: Result, res: Result) -> str | None:
             before = sum(bool(p.get("nonzero")) for p in base.grads.get("params", {}).values())
             if sum(bool(p.get("nonzero")) for p in params.values()) <= before:
                 return "no more parameters receive a non-zero gradient than before"
+        elif f.get("code") == "GG008" and _held_not_cut(f) \
+                and not any(p.get("requires_grad", True) for p in concerned):
+            # the patch took the parameters out of training (left out of the optimizer, or frozen):
+            # right only for a frozen subject or a module the forward never calls, and only if
+            # the parameters that trained before still do
+            before = sum(bool(p.get("nonzero")) for p in base.grads.get("params", {}).values())
+            after = sum(bool(p.get("nonzero")) for p in params.values())
+            if not (_frozen(f) or f.get("severity") == "warning"):
+                return "the parameters concerned were taken out of training"
+            if after == 0 or after < before:
+                return "fewer parameters receive a non-zero gradient than before"
         elif not concerned or not all(p.get("nonzero") for p in concerned):
             dead = sum(not p.get("nonzero") for p in concerned)
             return f"{dead} of the parameters concerned still receive no non-zero gradient"
     return None
+
+
+def _held_not_cut(f: dict[str, Any]) -> bool:
+    """A GG008 about what the optimizer holds (its fix is at the optimizer), not about a cut path."""
+    rel = f.get("related") or []
+    return any(r.get("role") == "fix-at" and r.get("op") == "optimizer" for r in rel) \
+        and not any(r.get("role") == "cut-by" for r in rel)
+
+
+def _frozen(f: dict[str, Any]) -> bool:
+    """The subject had requires_grad=False when reported (its summary has no requires_grad mark)."""
+    summary = (f.get("subject") or {}).get("summary") or ""
+    return bool(summary) and "requires_grad" not in summary and "grad_fn" not in summary
 
 
 def evidence_of(c: Candidate) -> dict[str, Any]:

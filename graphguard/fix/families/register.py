@@ -11,6 +11,8 @@ from ..tree import loc, subject_name, Source, parse_expr, dotted, enclosing, Nam
 
 def register_parameter(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
     """GG011: make an attribute tensor an nn.Parameter, so model.parameters() holds it."""
+    if (f.get("subject") or {}).get("kind") == "module":
+        return  # a layer is registered already once assigned to a module: nn.Parameter is not its fix
     name = subject_name(f) or ""
     line = loc((f.get("subject") or {}).get("created_at"))[1]
     attr = name.rsplit(".", 1)[-1]
@@ -86,9 +88,14 @@ def add_to_optimizer(src: Source, f: dict[str, Any], file: str) -> Iterator[tupl
     opts = [c for c in src.nodes(cst.Call) if re.fullmatch(r"(torch\.)?optim\.[A-Z]\w*", dotted(c.func) or "")
             and c.args and c.args[0].keyword is None]
     for call in sorted(opts, key=lambda c: abs(src.start(c) - anchor))[:2]:
+        fn = enclosing(src, call, cst.FunctionDef)
+        if name.startswith("self.") and (fn is None or not fn.params.params
+                                         or fn.params.params[0].name.value != "self"):
+            continue  # `self.x` is not a name where this optimizer is built
         first = call.args[0].value
-        if isinstance(first, (cst.List, cst.Dict)) and any(isinstance(e, cst.DictElement) for e in getattr(first, "elements", [])):
-            continue  # parameter groups: which group is the user's call
+        if isinstance(first, cst.Dict) or (isinstance(first, cst.List) and any(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Dict) for e in first.elements)):
+            continue  # parameter groups: optimizer.add_param_group's business (families/optimizer.py)
         spread = src.code(first) if isinstance(first, cst.List) else f"*{src.code(first)}"
         if isinstance(first, cst.List):
             spread = spread.strip()[1:-1].rstrip().rstrip(",")
