@@ -38,6 +38,11 @@ from .families import (
 from .families.reduce_at import reduce_at_fix
 from .families.swap_args import swap_loss_arguments
 from .families.zero_grad_move import move_zero_grad_after_step
+from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
+from .families.clone import clone_before_write, inplace_flag_off
+from .families.soft_argmax import soft_argmax
+from .families.optimizer import (add_param_group, add_param_group_late, leave_out_unused, optimizer_after_model,
+                                 trainable_only)
 from .families.copies import stack_copies
 from .families.roundtrip import keep_tensor_roundtrip
 from .families.select import gate_selection
@@ -54,25 +59,26 @@ class Candidate:
     line: int       # the line the edit is about (in the original file)
     text: str       # the file's new text
     note: str       # one phrase: what the edit does
+    also: tuple[tuple[str, str], ...] = ()  # other files the same patch changes: (file, new text)
 
 
 FAMILIES: dict[str, list[Maker]] = {
-    "GG001": [detach_source],
-    "GG003": [reuse_graph],
+    "GG001": [recompute_forward, reset_accumulator, detach_source, cache_per_iteration],
+    "GG003": [recompute_forward, reuse_graph],
     "GG007": [leaf_parameter],
     "GG012": [reduce_loss, reduce_at_fix],
     "GG002": [swap_loss_arguments, detach_source],
     "GG004": [cut_carried_state, detach_source],  # cut_carried_state also yields detach_carried's writes
-    "GG005": [out_of_place],
+    "GG005": [recompute_after_step, clone_before_write, out_of_place, inplace_flag_off],
     "GG006": [no_grad_update],
-    "GG008": [smooth_cut, keep_history, enable_grad],
-    "GG009": [smooth_cut, keep_history, enable_grad],
+    "GG008": [smooth_cut, soft_argmax, keep_history, enable_grad, optimizer_after_model, trainable_only, leave_out_unused],
+    "GG009": [smooth_cut, soft_argmax, keep_history, enable_grad],
     "GG013": [smooth_cut],
     "GG014": [enable_grad],
     "GG015": [checkpoint_non_reentrant],
     "GG016": [copy_into_param],
     "GG010": [move_zero_grad_after_step, zero_grad_before_backward],
-    "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer],
+    "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer, add_param_group, add_param_group_late],
     "GG101": [accumulate_detached],
     "GG102": [cut_growing_state],
     "GG104": [detach_copy_sources],
@@ -94,6 +100,12 @@ RANK = {"sum-losses": -1, "retain-graph": 1,
 # inserted before the backward; the swap the rule diagnosed comes before detaching the prediction
 RANK.update({"zero-grad-after-step": -1, "swap-loss-arguments": -1})
 
+# the loss built again before its second backward (only proposed when backward is called on the
+# freed loss itself, whose detaching can only fail), an accumulator started again, and what reads a
+# stepped parameter computed after the step: each is what the finding's fix-at asks for
+RANK.update({"recompute-forward": -1, "reset-accumulator": -1, "recompute-after-step": -1,
+             "move-after-step": -2})  # moved rather than copied when nothing reads it in between
+
 
 # a copy of a list of tensors, a NumPy round trip or a hard boolean selection at the cut line: the
 # value's history kept with the forward values unchanged, tried first (the smaller edits of
@@ -114,6 +126,27 @@ def _only(f: dict[str, Any], file: str) -> dict[str, Any]:
         subject["created_at"] = keep(subject.get("created_at"))
     return dict(f, subject=subject or None, location=keep(f.get("location")),
                 related=[dict(r, location=keep(r.get("location"))) for r in f.get("related") or []])
+
+
+def _rewraps_elsewhere(f: dict[str, Any], file: str, read: Callable[[str], str | None]) -> list[tuple[str, str]]:
+    """(file, its text without the re-wraps of the loss) for the finding's other files that re-wrap
+    it: once the history is back, `loss.requires_grad = True` there would fail on a non-leaf."""
+    name = subject_name(f)
+    if f.get("code") not in ("GG008", "GG009") or not name:
+        return []
+    out = []
+    for r in [f.get("subject") or {}, *(f.get("related") or [])]:
+        other = loc(r.get("created_at") if "created_at" in r else r.get("location"))[0]
+        text = read(other) if other and other != file else None
+        if text is None or any(o == other for o, _ in out):
+            continue
+        try:
+            dropped = drop_rewraps(text, name)
+        except cst.ParserSyntaxError:
+            continue
+        if dropped != text:
+            out.append((other, dropped))
+    return out
 
 
 def candidates_for(f: dict[str, Any], read: Callable[[str], str | None]) -> list[Candidate]:
@@ -140,6 +173,10 @@ def candidates_for(f: dict[str, Any], read: Callable[[str], str | None]) -> list
                     for v in variants:
                         if v != text and not any(c.text == v and c.file == file for c in out):
                             out.append(Candidate(f["code"], family, file, line, v, note))
+                    for other, dropped in _rewraps_elsewhere(f, file, read):
+                        # the re-wrap sits in another file (a loss module's `requires_grad = True`)
+                        out.append(Candidate(f["code"], family, file, line, new, note + f"; no re-wrap in {other}",
+                                             also=((other, dropped),)))
             except Exception:  # one family failing on odd code must not stop the others
                 continue
     return out
