@@ -151,6 +151,56 @@ PROGRAMS = {
             loss.backward(retain_graph=True)
             opt.step()
         """,
+    # a dict of results kept whole for the epoch's summary: its tensors are detached, the rest kept
+    "results_dict": """\
+        # fix: GG101 accumulate-detached-dict 18
+        import torch
+
+        torch.manual_seed(0)
+        net = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+
+
+        def step(x):
+            return {"loss": net(x).pow(2).mean(), "size": x.shape[0]}
+
+
+        history = []
+        for i in range(6):
+            out = step(torch.randn(3, 4))
+            opt.zero_grad()
+            out["loss"].backward()
+            history.append(out)
+            opt.step()
+        print(sum(float(h["loss"]) * h["size"] for h in history))
+        """,
+    # a feature average on a helper object, written from itself every batch
+    "running_average": """\
+        # fix: GG101 detach-running-value 12
+        import torch
+
+        torch.manual_seed(0)
+
+
+        class Tracker:
+            def __init__(self):
+                self.mean = torch.zeros(3)
+
+            def update(self, feats):
+                self.mean = 0.9 * self.mean + 0.1 * feats.mean(0)
+
+
+        enc = torch.nn.Linear(5, 3)
+        opt = torch.optim.SGD(enc.parameters(), lr=0.01)
+        tracker = Tracker()
+        for i in range(6):
+            feats = enc(torch.randn(4, 5))
+            loss = feats.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            tracker.update(feats)
+        """,
 }
 
 

@@ -34,6 +34,7 @@ from .families import (
     copy_into_param,
     cut_carried_state,
     cut_growing_state,
+    detach_records,
 )
 from .families.reduce_at import reduce_at_fix
 from .families.swap_args import swap_loss_arguments
@@ -79,7 +80,7 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG016": [copy_into_param],
     "GG010": [move_zero_grad_after_step, zero_grad_before_backward],
     "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer, add_param_group, add_param_group_late],
-    "GG101": [accumulate_detached],
+    "GG101": [accumulate_detached, detach_records],
     "GG102": [cut_growing_state],
     "GG104": [detach_copy_sources],
 }

@@ -14,6 +14,7 @@ from .history import keep_history
 from .checkpoint import checkpoint_non_reentrant
 from .param_data import copy_into_param
 from .carried import cut_carried_state, cut_growing_state
+from .records import detach_records
 
 __all__ = [
     "detach_source",
@@ -37,4 +38,5 @@ __all__ = [
     "copy_into_param",
     "cut_carried_state",
     "cut_growing_state",
+    "detach_records",
 ]
