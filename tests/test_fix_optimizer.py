@@ -205,6 +205,35 @@ PROGRAMS = {
         runner = Runner(net, torch.optim.SGD(net.parameters(), lr=0.1))
         runner.fit([(torch.randn(8, 6), torch.randint(0, 3, (8,))) for _ in range(5)])
         """,
+    # layers built and called inline in forward: the optimizer gets an empty parameter list
+    "inline_layers": """\
+        # fix: GG011 inline-layers-to-init 10
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        WIDTH = 12
+
+
+        class Scorer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = nn.GELU()
+
+            def forward(self, feats):
+                h = self.act(nn.Linear(6, WIDTH)(feats))
+                return nn.Linear(WIDTH, 1)(h).squeeze(-1)
+
+
+        scorer = Scorer()
+        opt = torch.optim.Adam(scorer.parameters(), lr=1e-3)
+        for _ in range(4):
+            x, y = torch.randn(9, 6), torch.randn(9)
+            loss = nn.functional.mse_loss(scorer(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
 }
 
 
@@ -278,3 +307,35 @@ def test_leave_out_not_proposed_for_a_cut() -> None:
     assert not [c for c in candidates_for(f, lambda _: text) if c.family in ("freeze-unused", "drop-param-group")]
     f["related"] = f["related"][1:]
     assert [c.family for c in candidates_for(f, lambda _: text)] == ["freeze-unused"]
+
+
+INLINE = """\
+import torch.nn as nn
+hidden = 3
+
+
+class Net(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+
+    def forward(self, x):
+        return nn.Linear(4, hidden)(x)
+
+
+net = Net(ARG)
+"""
+
+
+@pytest.mark.parametrize("arg, proposed", [("hidden", True), ("hidden=hidden", True), ("8", False)])
+def test_inline_layer_moved_only_when_init_reads_the_same_value(arg: str, proposed: bool) -> None:
+    # in __init__, `hidden` is the parameter: the layer may move there only if the model is built
+    # with the very variable forward reads
+    text = INLINE.replace("ARG", arg)
+    where = {"file": "train.py", "line": 10, "function": "forward", "code": ""}
+    f = {"code": "GG011", "severity": "error",
+         "subject": {"name": "nn.Linear(4, hidden)", "kind": "module", "summary": "Net.forward", "created_at": where},
+         "location": dict(where, line=13),
+         "related": [{"role": "fix-at", "op": "build in __init__", "name": "nn.Linear(4, hidden)", "location": where},
+                     {"role": "model", "op": "Net", "name": "net", "location": dict(where, line=13)}]}
+    families = [c.family for c in candidates_for(f, lambda _: text)]
+    assert ("inline-layers-to-init" in families) is proposed

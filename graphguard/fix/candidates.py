@@ -42,8 +42,8 @@ from .families.zero_grad_move import move_zero_grad_after_step
 from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
-from .families.optimizer import (add_param_group, add_param_group_late, leave_out_unused, optimizer_after_model,
-                                 trainable_only)
+from .families.optimizer import (add_param_group, add_param_group_late, inline_layers_to_init, leave_out_unused,
+                                 optimizer_after_model, trainable_only)
 from .families.copies import stack_copies
 from .families.roundtrip import keep_tensor_roundtrip
 from .families.select import gate_selection
@@ -79,7 +79,8 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG015": [checkpoint_non_reentrant],
     "GG016": [copy_into_param],
     "GG010": [move_zero_grad_after_step, zero_grad_before_backward],
-    "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer, add_param_group, add_param_group_late],
+    "GG011": [register_parameter, register_container, layer_to_init, add_to_optimizer, add_param_group, add_param_group_late,
+              inline_layers_to_init],
     "GG101": [accumulate_detached, detach_records],
     "GG102": [cut_growing_state],
     "GG104": [detach_copy_sources],

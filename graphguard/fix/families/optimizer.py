@@ -314,3 +314,80 @@ def _holders(stepper: cst.ClassDef, init: cst.FunctionDef, cls: str) -> list[str
                     if (_builds(p, cls) or dotted(p) in local) and (dotted(n) or "").startswith("self."):
                         out.append((dotted(n) or "")[5:])
     return list(dict.fromkeys(out))
+
+
+# ---- GG011: layers built inside forward, called inline ---------------------------------------------
+def inline_layers_to_init(src: Source, f: dict[str, Any], file: str) -> Out:
+    """GG011 whose fix-at places say "build in __init__": the forward builds its layers at every
+    call (`nn.Linear(a, b)(x)`, or `layer = nn.Linear(a, b)` then `layer(x)`), so they are never
+    registered and the optimizer gets none of them. Build each once at the end of the class's
+    __init__ as `self.<name>` and call that in forward (all of them in one patch: the optimizer
+    needs the whole model). Only layers whose arguments read nothing local to forward move."""
+    lines = [loc(r.get("location"))[1] for r in related(f, "fix-at") if r.get("op") == "build in __init__"]
+    names = [r.get("name") or "" for r in related(f, "fix-at") if r.get("op") == "build in __init__"]
+    if not lines or not all(lines):
+        return
+    stmt = src.statement(lines[0])  # type: ignore[arg-type]
+    fn = enclosing(src, stmt, cst.FunctionDef) if stmt is not None else None
+    cls = enclosing(src, fn, cst.ClassDef) if fn is not None else None
+    init = _method(cls, "__init__") if cls is not None else None
+    if fn is None or cls is None or init is None or fn is init:
+        return
+    taken = {a.target.attr.value for x in src.nodes(cst.AssignTarget) for a in [x]
+             if isinstance(a.target, cst.Attribute) and dotted(a.target.value) == "self"}
+    local = locals_of(fn)
+    swaps: dict[cst.CSTNode, cst.CSTNode] = {}
+    added: list[cst.BaseStatement] = []
+    for line, name in zip(lines, names):
+        layer = next((c for c in src.nodes(cst.Call, line) if src.code(c).strip() == name.strip()
+                      and enclosing(src, c, cst.FunctionDef) is fn), None)
+        if layer is None or _reads(layer) & local:
+            return  # a layer sized by the call's values cannot be built once in __init__
+        if not _same_in_init(src, f, init, _reads(layer) & locals_of(init)):
+            return  # in __init__ a parameter of the same name would stand for another value
+        kind = (dotted(layer.func) or "layer").rsplit(".", 1)[-1].lower()
+        n = 1
+        while f"{kind}{n}" in taken:
+            n += 1
+        attr = f"{kind}{n}"
+        taken.add(attr)
+        parent = src.parent.get(layer)
+        if isinstance(parent, cst.Call) and parent.func is layer:
+            swaps[layer] = parse_expr(f"self.{attr}")  # `nn.Linear(a, b)(x)` -> `self.linear1(x)`
+        else:
+            return  # assigned to a local, passed on, ...: not this edit
+        added.append(cst.parse_statement(f"self.{attr} = {src.code(layer).strip()}"))
+    if not added:
+        return
+
+    class Swap(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            return swaps.get(original, updated)  # type: ignore[return-value]
+
+    new_fn = fn.visit(Swap())
+    new_init = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *added]))
+    new_cls = cls.with_changes(body=cls.body.with_changes(
+        body=[new_fn if s is fn else new_init if s is init else s for s in cls.body.body]))
+    yield ("inline-layers-to-init", src.start(init), src.replace(cls, new_cls),
+           f"build the {len(added)} layer(s) of forward once in __init__")
+
+
+def _same_in_init(src: Source, f: dict[str, Any], init: cst.FunctionDef, shadowed: set[str]) -> bool:
+    """Names a layer reads in forward (globals) that __init__ binds too read the same value there:
+    each is a parameter of __init__ that the model's construction (the finding's `model` place)
+    passes the same-named variable."""
+    if not shadowed:
+        return True
+    line = next((loc(r.get("location"))[1] for r in related(f, "model")), None)
+    call = next((c for c in src.nodes(cst.Call, line)), None) if line else None
+    if call is None:
+        return False
+    params = [p.name.value for p in init.params.params][1:]  # after self
+    bound: dict[str, str | None] = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            return False
+        key = a.keyword.value if a.keyword is not None else (params[i] if i < len(params) else None)
+        if key is not None:
+            bound[key] = dotted(a.value)
+    return all(bound.get(n) == n for n in shadowed)

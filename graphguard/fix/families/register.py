@@ -81,8 +81,8 @@ def add_to_optimizer(src: Source, f: dict[str, Any], file: str) -> Iterator[tupl
     the list the optimizer is built from. Which spelling works (the tensor, or its owner's
     parameters) is left to the verification run."""
     name = subject_name(f) or ""
-    if not name or "[" in name:
-        return
+    if not name or "[" in name or "(" in name:
+        return  # an element, or a layer built inline (`nn.Linear(4, 2)(x)`): not a name to list
     owner = name.rsplit(".", 1)[0] if "." in name else ""
     anchor = loc(f.get("location"))[1] or 0
     opts = [c for c in src.nodes(cst.Call) if re.fullmatch(r"(torch\.)?optim\.[A-Z]\w*", dotted(c.func) or "")
