@@ -1,7 +1,7 @@
 """`graphguard fix` on the nearly-complete families (issue 14): a gradient clear between backward
 and step moved after the step (gradient accumulation kept), a loss call's swapped arguments, a
 rank/hinge loss reduced where it is made, a shared tensor read twice in one statement of the second
-loss. Each program is another spelling than the benchmark case that motivated it; one candidate of
+loss, and a patch that lets the program run into the next error it never reached (patched on top). Each program is another spelling than the benchmark case that motivated it; one candidate of
 a new family must be rejected. Assertions are on codes, family names and line numbers.
 """
 from __future__ import annotations
@@ -100,6 +100,25 @@ PROGRAMS = {
             opt_g.zero_grad()
             loss_g.backward()
             opt_g.step()
+        """,
+    # the canvas is scaled after requires_grad=True (the optimizer cannot be built); once it is a
+    # leaf, the program reaches its second iteration and the style features computed once with
+    # history are stale: the chain patches both
+    "non_leaf_canvas_then_stale_features": """\
+        # fix: GG007 requires-grad-last 8
+        import torch
+
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+        style = torch.rand(1, 3, 8, 8)
+        target_feats = net(style)
+        canvas = (torch.rand(1, 3, 8, 8, requires_grad=True) * 0.5)
+        opt = torch.optim.Adam([canvas], lr=0.05)
+        for _ in range(4):
+            opt.zero_grad()
+            loss = (net(canvas) - target_feats).pow(2).mean()
+            loss.backward()
+            opt.step()
         """,
 }
 

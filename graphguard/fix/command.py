@@ -161,13 +161,64 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         fixed.append(f)
         fixed.extend(g for g in targets if not present(g, res) and g is not f and g is not partner)
 
+    followed: set[int] = set()  # findings whose chain (below) was tried once
+
+    def follow(f: dict[str, Any], c: Any, together: Edits, res: Any) -> bool:
+        """`c` removed `f` and the program ran further than before, into an error it had never
+        reached (the stale style target behind an optimizer that could not be built): patch that
+        error on top, up to three deep, and keep the chain as `f`'s patch when the last run passes
+        every check against the first run. True when kept."""
+        nonlocal runs
+        seen = {key(g) for g in base.findings}
+        steps: list[str] = []
+        for _ in range(3):
+            news = [g for g in res.severe() if g.get("severity") == "error" and key(g) not in seen]
+            if not news:
+                return False
+            g = news[0]
+            seen.add(key(g))
+
+            def patched(file: str, t: Edits = together) -> str | None:
+                text = prog.read(file)
+                return None if text is None else apply_edits(text, t.get(file, ()))
+
+            options = []
+            for c2 in candidates_for(g, patched):
+                whole = dict(together)  # already holds the patches kept so far
+                for file, text in [(c2.file, c2.text), *getattr(c2, "also", ())]:
+                    whole[file] = edits_of(prog.read(file) or "", text)
+                own = {c2.file: edits_of(patched(c2.file) or "", c2.text)}
+                options.append(((RANK.get(c2.family, 0), *size(own)), c2, whole))
+            options.sort(key=lambda t: t[0])
+            for _, c2, whole in options[:2]:
+                if opts.max_runs is not None and runs >= opts.max_runs:
+                    return False
+                runs += 1
+                res2 = run(prog, whole)
+                what = f"{c2.family} for {g.get('code')} {subject_name(g) or '-'}"
+                if not res2.ok or present(g, res2):
+                    reject(f, c, f"then {what}: {judge(g, res, res2) or 'no better'}")
+                    continue
+                reason = judge(f, base, res2)
+                if reason is None:
+                    mine = {file: es for file, es in whole.items() if es != kept.get(file)}
+                    keep(f, c, mine, whole, res2, "; then " + ", then ".join([*steps, what])
+                         + ": errors the patched program ran into")
+                    return True
+                reject(f, c, f"then {what}: {reason}")
+                together, res = whole, res2
+                steps.append(what)
+                break
+            else:
+                return False
+        return False
+
     for i, f in enumerate(targets):
         if not present(f, current):
             continue  # an earlier patch fixed it too (listed under that patch's also_fixes)
         cands = []
         for c in candidates_for(f, prog.read):
             e = {c.file: edits_of(prog.read(c.file) or "", c.text)}
-            e.update({other: edits_of(prog.read(other) or "", t) for other, t in c.also})
             cands.append(((RANK.get(c.family, 0), *size(e)), c, e))
         cands.sort(key=lambda t: t[0])  # by family rank, then smallest first
         per_finding[i] = cands
@@ -179,6 +230,10 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
             reject(f, c, reason)
             if reason.startswith("new finding") and i not in pending:
                 pending[i] = (c, e)
+            if together is not None and i not in followed and _went_further(f, base, res):
+                followed.add(i)  # one chain per finding: the verification runs are few
+                if follow(f, c, together, res):
+                    break
         if not cands:
             print(f"graphguard fix: no candidate patch for {_brief(_describe(f, shown))}", file=err)
     # pairs: a patch that only failed on a new finding, with a candidate of another finding still
@@ -233,6 +288,16 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
     if text:
         _print_text(doc, out)
     return _finish(doc, opts, out, 1 if errors_left else 0)
+
+
+def _went_further(f: dict[str, Any], base: Any, res: Any) -> bool:
+    """The first run stopped on an exception; the patched one no longer reports `f` and got further
+    (more backward calls, or as many and more iterations) before it stopped again."""
+    if res is None or not res.ok or base.run.get("status") != "raised" or present(f, res):
+        return False
+    b, r = base.run, res.run
+    return (r.get("backward_calls") or 0, r.get("iterations") or 0) > \
+        (b.get("backward_calls") or 0, b.get("iterations") or 0)
 
 
 def _finish(doc: dict[str, Any], opts: Options, out: TextIO, status: int) -> int:
