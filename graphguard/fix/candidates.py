@@ -42,6 +42,7 @@ from .families.zero_grad_move import move_zero_grad_after_step
 from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
+from .families.forward_cut import forward_keeps_history
 from .families.optimizer import (add_param_group, add_param_group_late, inline_layers_to_init, leave_out_unused,
                                  optimizer_after_model, trainable_only)
 from .families.copies import stack_copies
@@ -72,7 +73,7 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG004": [cut_carried_state, detach_source],  # cut_carried_state also yields detach_carried's writes
     "GG005": [recompute_after_step, clone_before_write, out_of_place, inplace_flag_off],
     "GG006": [no_grad_update],
-    "GG008": [smooth_cut, soft_argmax, keep_history, enable_grad, optimizer_after_model, trainable_only, leave_out_unused],
+    "GG008": [smooth_cut, soft_argmax, keep_history, enable_grad, forward_keeps_history, optimizer_after_model, trainable_only, leave_out_unused],
     "GG009": [smooth_cut, soft_argmax, keep_history, enable_grad],
     "GG013": [smooth_cut],
     "GG014": [enable_grad],
@@ -132,7 +133,9 @@ def _only(f: dict[str, Any], file: str) -> dict[str, Any]:
 
 def _rewraps_elsewhere(f: dict[str, Any], file: str, read: Callable[[str], str | None]) -> list[tuple[str, str]]:
     """(file, its text without the re-wraps of the loss) for the finding's other files that re-wrap
-    it: once the history is back, `loss.requires_grad = True` there would fail on a non-leaf."""
+    it: once the history is back, `loss.requires_grad = True` there would fail on a non-leaf (or
+    `Variable(loss, requires_grad=True)` cut it again). The loss is the finding's subject, or (GG008
+    names a parameter) what that file calls backward on."""
     name = subject_name(f)
     if f.get("code") not in ("GG008", "GG009") or not name:
         return []
@@ -144,6 +147,11 @@ def _rewraps_elsewhere(f: dict[str, Any], file: str, read: Callable[[str], str |
             continue
         try:
             dropped = drop_rewraps(text, name)
+            if f.get("code") == "GG008":
+                other_src = Source(dropped)
+                for call in other_src.nodes(cst.Call):
+                    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+                        dropped = drop_rewraps(dropped, other_src.code(call.func.value).strip())
         except cst.ParserSyntaxError:
             continue
         if dropped != text:
