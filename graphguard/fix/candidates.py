@@ -43,6 +43,7 @@ from .families.regraph import recompute_forward, recompute_after_step, reset_acc
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
 from .families.forward_cut import forward_keeps_history
+from .families.branch_loss import branch_loss
 from .families.optimizer import (add_param_group, add_param_group_late, inline_layers_to_init, leave_out_unused,
                                  optimizer_after_model, trainable_only)
 from .families.copies import stack_copies
@@ -73,8 +74,8 @@ FAMILIES: dict[str, list[Maker]] = {
     "GG004": [cut_carried_state, detach_source],  # cut_carried_state also yields detach_carried's writes
     "GG005": [recompute_after_step, clone_before_write, out_of_place, inplace_flag_off],
     "GG006": [no_grad_update],
-    "GG008": [smooth_cut, soft_argmax, keep_history, enable_grad, forward_keeps_history, optimizer_after_model, trainable_only, leave_out_unused],
-    "GG009": [smooth_cut, soft_argmax, keep_history, enable_grad],
+    "GG008": [smooth_cut, soft_argmax, branch_loss, keep_history, enable_grad, forward_keeps_history, optimizer_after_model, trainable_only, leave_out_unused],
+    "GG009": [smooth_cut, soft_argmax, branch_loss, keep_history, enable_grad],
     "GG013": [smooth_cut],
     "GG014": [enable_grad],
     "GG015": [checkpoint_non_reentrant],
@@ -108,6 +109,9 @@ RANK.update({"zero-grad-after-step": -1, "swap-loss-arguments": -1})
 # stepped parameter computed after the step: each is what the finding's fix-at asks for
 RANK.update({"recompute-forward": -1, "reset-accumulator": -1, "recompute-after-step": -1,
              "move-after-step": -2})  # moved rather than copied when nothing reads it in between
+# a loss's constant stand-in in a guarded branch computed as the other branch does: proposed only
+# for that if/else shape, before the smaller edits that unwrap the constant itself
+RANK.update({"branch-loss": -1})
 
 
 # a copy of a list of tensors, a NumPy round trip or a hard boolean selection at the cut line: the
