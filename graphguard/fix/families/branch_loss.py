@@ -55,11 +55,14 @@ def branch_loss(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str
         if node is None or any(node is d for d in done) or not isinstance(node.orelse, cst.Else):
             continue
         done.append(node)
-        here, there = (node.body, node.orelse.body) if src.start(stmt) < src.start(node.orelse) \
-            else (node.orelse.body, node.body)  # type: ignore[union-attr]
-        mine, theirs = _assigns(here), _assigns(there)
-        swap = {name: a for name, a in mine.items() if _constant(a.value) and name in theirs
-                and not _constant(theirs[name].value)}
+        # the constant is on either side: the fix-at may name the branch that computes the loss
+        swap: dict[str, cst.Assign] = {}
+        for here, there in ((node.body, node.orelse.body), (node.orelse.body, node.body)):
+            mine, theirs = _assigns(here), _assigns(there)
+            swap = {name: a for name, a in mine.items() if _constant(a.value) and name in theirs
+                    and not _constant(theirs[name].value)}
+            if swap:
+                break
         if not swap:
             continue
         seen = Names()
@@ -71,5 +74,5 @@ def branch_loss(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str
             def leave_Assign(self, o: cst.Assign, u: cst.Assign) -> cst.Assign:
                 return u.with_changes(value=new_values[id(o)]) if id(o) in new_values else u
 
-        yield ("branch-loss", src.start(stmt), src.module.visit(Edit()).code,
+        yield ("branch-loss", min(src.start(a) for a in swap.values()), src.module.visit(Edit()).code,
                f"{', '.join(swap)} computed as the other branch does")
