@@ -1,6 +1,7 @@
 """`graphguard fix` on cut gradient paths (GG008, GG009): a list of tensors copied into a new one
 (stack-copies), a NumPy / Python-list round trip (keep-tensor-roundtrip), a hard boolean selection
-(gate-selection). Each program is a different spelling from the benchmark case that motivated it;
+(gate-selection), a `.data` on another use of the value an argmax cut (keep-history downstream).
+Each program is a different spelling from the benchmark case that motivated it;
 one candidate must be rejected (a stack of plain floats) and one never proposed (a literal copy).
 
 Headers: `# fix: CODE family line [steps=N]` (tests/fixkit.py).
@@ -117,6 +118,36 @@ PROGRAMS = {
             scores = lin(torch.randn(16, 2)).squeeze(-1)
             sel = scores[scores >= cutoff]
             loss = (sel - 1.0).pow(2).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    # a greedy decoder: the argmax feeds the next step, the scores reach the loss through .data
+    "decoder_scores_data": """\
+        # fix: GG008 keep-history 18
+        import torch
+
+        torch.manual_seed(0)
+        emb = torch.nn.Embedding(5, 4)
+        proj = torch.nn.Linear(4, 5)
+        enc = torch.nn.Linear(3, 4)
+        opt = torch.optim.Adam([*emb.parameters(), *proj.parameters(), *enc.parameters()], lr=0.01)
+
+
+        def decode(h, steps=3):
+            scores = []
+            for _ in range(steps):
+                s = proj(h)
+                scores.append(s)
+                tok = torch.argmax(s, dim=-1)
+                h = h + emb(tok)
+            return torch.cat(scores, 0).data
+
+
+        for step in range(4):
+            h0 = enc(torch.randn(2, 3))
+            out = decode(h0)
+            loss = out.logsumexp(-1).mean() + h0.pow(2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()

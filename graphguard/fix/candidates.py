@@ -49,6 +49,7 @@ from .families.optimizer import (add_param_group, add_param_group_late, inline_l
 from .families.copies import stack_copies
 from .families.roundtrip import keep_tensor_roundtrip
 from .families.select import gate_selection
+from .families.downstream import keep_history_downstream
 from .tree import Maker, Source, drop_rewraps, loc, subject_name
 
 __all__ = ["Candidate", "FAMILIES", "RANK", "SILENT", "candidates_for", "subject_name"]
@@ -119,6 +120,7 @@ RANK.update({"branch-loss": -1})
 # keep-history leave a list or an array where the tensor was, and cannot run)
 for _code in ("GG008", "GG009"):
     FAMILIES[_code][:0] = [stack_copies, keep_tensor_roundtrip, gate_selection]
+    FAMILIES[_code].append(keep_history_downstream)  # .data / .detach() on another use of the cut value
 RANK.update({"stack-copies": -1, "keep-tensor-roundtrip": -1, "gate-selection": -1})
 SILENT = {"GG008", "GG009", "GG011", "GG013"}  # no error from PyTorch: gradients are checked after the patch
 
