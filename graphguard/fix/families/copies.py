@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..tree import Source, dotted, drop_rewraps, loc, parse_expr, related
 
-__all__ = ["stack_copies", "stacked", "is_copy", "Rewrite"]
+__all__ = ["stack_copies", "stacked", "is_copy", "literal_only", "Rewrite"]
 
 Candidate = tuple[str, int, str, str]
 
@@ -32,7 +32,7 @@ def is_copy(call: cst.Call) -> bool:
         and call.args[0].keyword is None and call.args[0].star == ""
 
 
-def _literal(node: cst.CSTNode) -> bool:
+def literal_only(node: cst.CSTNode) -> bool:
     """Numbers (and lists/tuples of them) only: a copy of a literal has no history to keep."""
     class Seen(cst.CSTVisitor):
         found = False
@@ -60,7 +60,7 @@ def stacked(call: cst.Call) -> cst.BaseExpression | None:
     if not is_copy(call):
         return None
     arg = call.args[0].value
-    if _literal(arg) or _nested(arg) or isinstance(arg, (cst.SimpleString, cst.Integer, cst.Float)):
+    if literal_only(arg) or _nested(arg) or isinstance(arg, (cst.SimpleString, cst.Integer, cst.Float)):
         return None
     if not isinstance(arg, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Name, cst.Attribute,
                             cst.Subscript, cst.Call)):

@@ -6,6 +6,7 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..tree import loc, related, Source, dotted, upstream, COPIES
+from .copies import literal_only
 
 
 def keep_history(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
@@ -25,7 +26,10 @@ def keep_history(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[st
         # a copy into a new tensor (`torch.tensor(x)`, `Variable(x, requires_grad=True)`): x itself
         for c in src.nodes(cst.Call, line):
             if (dotted(c.func) or "").split(".")[-1] in COPIES and c.args and c.args[0].keyword is None \
-                    and src.statement(src.start(c)) is src.statement(line) and not isinstance(c.args[0].value, cst.Name):
+                    and src.statement(src.start(c)) is src.statement(line) and not isinstance(c.args[0].value, cst.Name) \
+                    and not literal_only(c.args[0].value) \
+                    and not isinstance(c.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+                # (a literal copies no tensor; a list of tensors is not one: stack-copies stacks it)
                 inner = c.args[0].value
                 yield ("keep-history", line, src.replace(c, inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
                                                          if not isinstance(inner, (cst.Call, cst.Attribute, cst.Subscript)) else inner),
