@@ -133,19 +133,21 @@ class _Plan:
                     self.ok = False
                     return
                 self.edits[id(call)] = lambda u, c=cast: cst.Call(func=u.func.with_changes(attr=cst.Name(c)))
-            elif (name.endswith("from_numpy") or self.helpers.get(name) == "in") and call.args:
+            elif call.args and not _reads(call.args[0].value) & tainted:
+                continue  # a call on other values (`torch.tensor(2.0)`, a helper on a constant)
+            elif call.args and (name.endswith("from_numpy") or self.helpers.get(name) == "in"):
                 self.entered = True
                 self.edits[id(call)] = lambda u: u.args[0].value
                 if _self_assign(stmt, call):  # `x = to_tensor(x)`: x is a tensor already
                     self.edits[id(stmt)] = lambda u: cst.RemoveFromParent()
-            elif is_copy(call) and call.args:
+            elif call.args and is_copy(call):
                 self.entered = True
                 arg = call.args[0].value
                 if isinstance(arg, cst.Name) and arg.value in lists:
                     self.edits[id(call)] = lambda u: stacked(u) or u
                 else:
                     self.edits[id(call)] = lambda u: u.args[0].value
-            elif self.helpers.get(name) == "out" and call.args:
+            elif call.args and self.helpers.get(name) == "out":
                 self.edits[id(call)] = lambda u: u.args[0].value
             elif isinstance(call.func, cst.Attribute) and call.func.attr.value in _LEAVE and not call.args:
                 self.edits[id(call)] = lambda u: u.func.value
