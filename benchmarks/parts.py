@@ -41,12 +41,12 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         g._dormant = True
     adopt = guard_module.adopt_modified_saved
     if part == "no_saved_check":
-        guard_module.adopt_modified_saved = lambda nodes, unpack, adopt: 0
+        guard_module.adopt_modified_saved = lambda nodes, unpack, adopt, *skip: 0
     if part == "no_marks":
         g._mark_nodes = lambda call, mark: None  # type: ignore[method-assign]
     sink = g.rec.sink
     if part == "no_rules":
-        g._dispatch = lambda event, raising=True: None  # type: ignore[method-assign]
+        g._dispatch = lambda event, raising=True, quiet=False: None  # type: ignore[method-assign]
         g.rec.sink = sink._replace(dispatch=g._dispatch)  # the recorder was handed the real one
     if part == "no_backward_check":
         g._backward = lambda api, orig, args, kwargs: orig(*args, **kwargs)  # type: ignore[method-assign]

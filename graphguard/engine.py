@@ -22,6 +22,19 @@ __all__ = ["Engine", "REARM_ITERATIONS"]
 # Iterations of full recording, at most, after an error found in light mode (see rearm_for_details).
 REARM_ITERATIONS = 200
 
+# NOTE [quiet events]
+# In light mode the same clean iteration repeats for a whole run, and the cost of judging it is
+# set less by the instructions the rules run than by how much code and data they touch right
+# after a torch kernel has flushed the caches (a rule that returns at once costs 1-3 us there,
+# 0.3 us warm). So the guard tells the engine when an event is *quiet*: a BackwardCall in light
+# mode whose graph has no node an earlier backward traversed, no saved tensor found changed, only
+# scalar roots with history, a plain `backward()` (no retain/create/inputs), and whose node types
+# and leaves (by identity) are those of a graph every rule already judged without a finding
+# (guard.py, `_quiet_backward`). Rules list in `quiet_skip` the event types whose quiet
+# instances they cannot report on and keep no state from; the others (GG010's gradient
+# following, GG101's iteration ends) are called as always. Anything unusual makes the event
+# non-quiet, so every rule sees it: a misuse that first appears late is judged in full.
+
 
 class Engine:
     """Judges events for one guard and keeps its results. Acts by mode: `raise` raises
@@ -46,6 +59,9 @@ class Engine:
         for r in self.rules:
             for ev in r.events:
                 self.by_event.setdefault(ev, []).append(r)
+        # the rules still called for a quiet event (NOTE [quiet events])
+        self.quiet_by_event: dict[type, list[Rule]] = {
+            ev: [r for r in rules if ev not in r.quiet_skip] for ev, rules in self.by_event.items()}
         self.ctx: RuleContext | None = None
         self.rec: Recorder | None = None
         self.clock = clock
@@ -73,11 +89,13 @@ class Engine:
         self.awaiting_details.clear()
         return False
 
-    def dispatch(self, event: Event, raising: bool = True) -> None:
-        """Judge `event` with the rules registered for its type; report what they find."""
+    def dispatch(self, event: Event, raising: bool = True, quiet: bool = False) -> None:
+        """Judge `event` with the rules registered for its type; report what they find.
+        `quiet`: the guard found the event quiet (NOTE [quiet events]): only the rules that do
+        not skip quiet events of its type are called."""
         if self.dormant:
             return
-        rules = self.by_event.get(type(event))
+        rules = (self.quiet_by_event if quiet else self.by_event).get(type(event))
         if not rules:
             return
         new: list[Finding] = []

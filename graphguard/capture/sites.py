@@ -102,6 +102,14 @@ def user_traceback(e: BaseException) -> list[traceback.FrameSummary]:
     return [fs for fs in traceback.extract_tb(e.__traceback__) if not is_internal_file(fs.filename)]
 
 
+# (id(code), f_lasti, ...) of a site's user frames -> (the site, those code objects). The same few
+# lines call backward, step and the ops at every iteration: a hit costs one dict lookup instead
+# of building a Frame (and computing its line number from the line table) per user frame. The
+# entry holds the code objects, so their ids are not reused while it lives.
+_SITES: dict[tuple, tuple[Site, tuple]] = {}
+MAX_SITES = 4096  # entries before the cache starts over (a program has a bounded number of them)
+
+
 def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
     """The innermost user frames above the caller, innermost first (empty when none)."""
     try:
@@ -109,7 +117,8 @@ def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
     except ValueError:
         return ()
     by_id = _INTERNAL_BY_ID
-    out: list[Frame] = []
+    frames: list[types.FrameType] = []
+    key: list[int] = []
     budget = 96  # frames examined at most: deep framework stacks must not make every op slow
     while f is not None and budget:
         budget -= 1
@@ -121,13 +130,23 @@ def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
         else:
             flag = entry[1]
         if not flag:
-            out.append(Frame(code.co_filename, f.f_lineno, code.co_name))
-            if len(out) >= max_frames:
+            frames.append(f)
+            key.append(id(code))
+            key.append(f.f_lasti)
+            if len(frames) >= max_frames:
                 break
         # Internal frames are skipped, not a stop: a user's forward() is called from
         # nn.Module.__call__ (torch) from the user's training loop, and both user lines matter.
         f = f.f_back
-    return tuple(out)
+    k = tuple(key)
+    hit = _SITES.get(k)
+    if hit is not None:
+        return hit[0]
+    site = tuple(Frame(fr.f_code.co_filename, fr.f_lineno, fr.f_code.co_name) for fr in frames)
+    if len(_SITES) >= MAX_SITES:
+        _SITES.clear()
+    _SITES[k] = (site, tuple(fr.f_code for fr in frames))
+    return site
 
 
 def loc_of(site: Site | None, index: int = 0) -> SourceLoc | None:

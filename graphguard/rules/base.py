@@ -25,6 +25,10 @@ class Rule:
     # codes of the rules this one silences for a subject it covers (NOTE [supersedes] in
     # rules/context.py); the engine resolves it, so no rule reads another's findings
     supersedes: ClassVar[tuple[str, ...]] = ()
+    # event types whose *quiet* instances this rule has nothing to do with: it would report
+    # nothing and keep no state from them (NOTE [quiet events] in engine.py); the engine then
+    # does not call it for those. Declare only what the rule's check proves.
+    quiet_skip: ClassVar[tuple[type, ...]] = ()
 
     def check(self, event: Any, ctx: "RuleContext") -> Iterable[Finding] | None:
         raise NotImplementedError

@@ -177,7 +177,10 @@ class RuleContext:
 
     def cuts_behind(self, t: Any) -> list[Cut]:
         """The recorded cuts `t` was computed from (its taint), oldest first."""
-        ids = self._rec.taint.get(t) or frozenset()
+        taint = self._rec.taint
+        if not len(taint):  # light mode: nothing tainted (a lookup builds a weak reference)
+            return []
+        ids = taint.get(t) or frozenset()
         cuts = self._rec.cuts
         return [cuts[i] for i in sorted(ids) if i in cuts]
 

@@ -56,6 +56,8 @@ class StaleGraph(Rule):
                 "backward at line {consumed_line}; this backward would run through it again{crash}. "
                 "Fix: {fix}")
     events = (BackwardCall,)
+    # quiet: no node an earlier backward traversed or one outside the guard freed: nothing stale
+    quiet_skip = (BackwardCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:

@@ -50,6 +50,8 @@ class DoubleBackward(Rule):
     template = ("{name} is shared by two backward calls: the one at line {first_line} already freed "
                 "its graph, so this one would fail. Fix: {fix}")
     events = (BackwardCall,)
+    # quiet: no node an earlier backward traversed (analyze finds nothing)
+    quiet_skip = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)

@@ -60,6 +60,8 @@ class CarriedState(Rule):
     template = ("{name} carries its graph from {made_in} into this one ({stale} old graph "
                 "nodes reached{crash}); detach it at the start of each iteration. Fix: {fix}")
     events = (BackwardCall,)
+    # quiet: nothing traversed before and no saved tensor changed (a carry shows as either)
+    quiet_skip = (BackwardCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
     def __init__(self) -> None:

@@ -76,6 +76,8 @@ class InplaceSavedTensor(Rule):
                 "{changed}; the backward at line {backward_line} needs the saved value and "
                 "would fail. {fix}")
     events = (BackwardCall,)
+    # quiet: no saved tensor was found changed
+    quiet_skip = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         modified = ctx.modified_saved()

@@ -91,6 +91,11 @@ class ParamWithoutGrad(Rule):
         self.root_cuts: set[int] = set()  # cut indices behind the roots of recent backwards
         self.given_trainable: WeakIdMap[bool] = WeakIdMap()  # params that required grad when given
         self.frozen_reported: WeakIdMap[bool] = WeakIdMap()  # optimizers told about frozen params
+        # optimizer -> its parameters (weakly) when, at its last judged step, every one of them
+        # required grad and had a gradient: while that holds, a step has nothing to report and
+        # `reached` is already set for each (the steady state, judged without the per-parameter
+        # bookkeeping)
+        self.all_filled: WeakIdMap[list] = WeakIdMap()
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardDone):
@@ -130,6 +135,9 @@ class ParamWithoutGrad(Rule):
         opt = event.optimizer
         backwards = self.backwards - self.seen.get(opt, 0)
         self.seen[opt] = self.backwards
+        params = [p for group in opt.param_groups for p in group["params"]]
+        if self._still_filled(opt, params):
+            return []
         out = []
         unreached = []
         cut: list[tuple[torch.Tensor, list]] = []
@@ -160,6 +168,13 @@ class ParamWithoutGrad(Rule):
                 if backwards and p not in self.reached:
                     self.none_steps[p] = self.none_steps.get(p, 0) + 1
                     unreached.append(p)
+        if trainable == len(params) and filled is None:  # every one trainable, with a gradient
+            try:
+                self.all_filled[opt] = [weakref.ref(p) for p in params]
+            except TypeError:  # an optimizer or tensor that cannot be weakly referenced
+                pass
+        else:
+            self.all_filled.pop(opt)
         if frozen_later and opt not in self.frozen_reported and backwards and ctx.recording_details():
             self.frozen_reported[opt] = True
             out.extend(self._frozen_later(ctx, event, frozen_later))
@@ -168,6 +183,18 @@ class ParamWithoutGrad(Rule):
         if unreached and not out and not cut and ctx.recording_details():
             out.extend(self._unreached(ctx, event, unreached, trainable))
         return out
+
+    def _still_filled(self, opt: Any, params: list[Any]) -> bool:
+        """Whether `params` are the parameters `opt` held when each had a gradient at its last
+        judged step, and each has one now: then this step is judged as that one was (nothing
+        to report, `reached` already set), at one identity and one `.grad` check per parameter."""
+        refs = self.all_filled.get(opt)
+        if refs is None or len(refs) != len(params):
+            return False
+        for r, p in zip(refs, params):
+            if r() is not p or p.grad is None or not p.requires_grad:
+                return False
+        return True
 
     def _judge_read(self, event: GradRead, ctx: RuleContext) -> list[Finding] | None:
         """The user reads `.grad` of an optimized parameter after a backward, and it is None:

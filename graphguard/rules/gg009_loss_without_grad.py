@@ -71,6 +71,8 @@ class LossWithoutGrad(Rule):
     summary = "backward on a tensor that has no grad_fn, with the ops that cut it"
     template = "{name} {state}: {why}. Fix: {fix}"
     events = (BackwardCall,)
+    # quiet: every root has history; the rest is judged while recording
+    quiet_skip = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         out = []

@@ -130,6 +130,8 @@ class UnregisteredParameter(Rule):
     template = ("{name} gets gradients from the backward at line {backward_line} but no optimizer "
                 "holds it{why}, so it never trains. {fix}")
     events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit)
+    # quiet: the same leaves were judged before (each is judged once)
+    quiet_skip = (BackwardCall,)
     supersedes = ("GG103",)  # its leaf is meant to be trained
 
     def __init__(self) -> None:

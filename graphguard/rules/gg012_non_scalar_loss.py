@@ -51,6 +51,8 @@ class NonScalarLoss(Rule):
     template = ("{name} has shape {shape}, so {call} cannot start from it without a gradient; "
                 "reduce it first: {fix}")
     events = (BackwardCall,)
+    # quiet: every root is a scalar or has its gradient given
+    quiet_skip = (BackwardCall,)
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         out = []

@@ -74,6 +74,8 @@ class ZeroGradient(Rule):
     template = ("{name} gets an all-zero gradient at every step: its only path to the loss goes "
                 "through {op} at line {line}, whose derivative is zero. Fix: {fix}")
     events = (BackwardCall, StepCall, StepDone)
+    # quiet: at backward it looks only while recording
+    quiet_skip = (BackwardCall,)
 
     def __init__(self) -> None:
         self.behind: WeakIdMap[tuple] = WeakIdMap()  # param -> (op, site, iteration) of a zero op

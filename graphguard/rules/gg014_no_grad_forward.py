@@ -67,6 +67,8 @@ class NoGradForward(Rule):
     summary = "a forward or helper run under no_grad / inference_mode feeds a trainable path"
     template = "{name} {what}; {where}. Fix: {fix}"
     events = (AutogradError, BackwardCall)
+    # quiet: every root has history
+    quiet_skip = (BackwardCall,)
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, AutogradError):

@@ -69,6 +69,8 @@ class RetainGraphGrowth(Rule):
     template = ("this backward(retain_graph=True) runs again through {stale} graph nodes kept from "
                 "iteration {since}{growth}; the cause is {name}, {why}. {fix}")
     events = (BackwardCall,)
+    # quiet: no retain_graph and nothing traversed before
+    quiet_skip = (BackwardCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
     def __init__(self) -> None:

@@ -54,6 +54,8 @@ class CompiledCode(Rule):
                 "steps around it, but not the ops inside (their lines, cuts, in-place changes, loss "
                 "calls). {fix}")
     events = (BackwardCall,)
+    # quiet: the same node types were judged before
+    quiet_skip = (BackwardCall,)
 
     def __init__(self) -> None:
         self.reported = False  # once per guard: the point is made by the first one
