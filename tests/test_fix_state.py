@@ -133,6 +133,34 @@ PROGRAMS = {
             loss.backward()
             opt.step()
         """,
+    # a level that is a plain number until the first forward, no reset method: detached once a tensor
+    "number_until_first_forward": """\
+        # fix: GG004 detach-module-state 21
+        import torch
+        from torch import nn
+
+        torch.manual_seed(0)
+
+
+        class Leak(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.level = 0.0
+
+            def forward(self, x):
+                self.level = 0.5 * self.level + x
+                return torch.tanh(self.level)
+
+
+        body = nn.Sequential(nn.Linear(4, 4), Leak(), nn.Linear(4, 1))
+        opt = torch.optim.SGD(body.parameters(), lr=0.01)
+        for batch in range(6):
+            pred = body(torch.randn(2, 4))
+            loss = pred.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
     # retain_graph=True on a carried GRUCell state: the cut, and the backward without it
     "retained_cell": """\
         # fix: GG004 detach-carried-state-no-retain 10
@@ -210,6 +238,7 @@ SPELLED = {
     "gru_none_first": "+        hx = hx.detach() if hx is not None else None",
     "integrator_with_clear": "+            m.clear()",
     "adaptive_threshold": "+            m.threshold = m.threshold.detach()",
+    "number_until_first_forward": "+            m.level = m.level.detach() if torch.is_tensor(m.level) else m.level",
 }
 
 

@@ -234,9 +234,11 @@ def _statements(src: Source, name: str, loop: cst.For | cst.While,
                        f"{cls.name.value}.{reset}() on every such module of {root} at the start of each iteration")
             else:
                 state = f"{var}.{attr}"
-                value = _detached(state, _is_tuple(src, name, []), _may_be_none(src, name))
-                if not _tensor_at_init(src, cls, name):
-                    value = f"{value} if torch.is_tensor({state}) else {state}"
+                tuple_ = _is_tuple(src, name, [])
+                if tuple_ or _tensor_at_init(src, cls, name):
+                    value = _detached(state, tuple_, _may_be_none(src, name))
+                else:  # a number or None until the first forward makes it a tensor
+                    value = f"{state}.detach() if torch.is_tensor({state}) else {state}"
                 yield ("detach-module-state", ["\n".join([*head, f"        {state} = {value}"]) + "\n"],
                        f"detach {cls.name.value}.{attr} on every such module of {root} at the start of each iteration")
 
