@@ -28,9 +28,20 @@ def _writes(src: Source, stmt: cst.CSTNode, name: str) -> bool:
     return False
 
 
+def _index_write(stmt: cst.SimpleStatementLine, name: str) -> bool:
+    """`name[i] = v` or `name[i] op= v`: a write into part of the tensor, with no out-of-place twin
+    as short as the clone."""
+    for small in stmt.body:
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+            [small.target] if isinstance(small, cst.AugAssign) else []
+        if any(isinstance(t, cst.Subscript) and dotted(t.value) == name for t in targets):
+            return True
+    return False
+
+
 def clone_before_write(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
-    """GG005: an index assignment or in-place op on a tensor an op saved for backward (a sigmoid's or
-    relu's output). Write into a copy: `x = x.clone()` right before the first such write after the
+    """GG005: an index assignment on a tensor an op saved for backward (a sigmoid's or relu's
+    output). Write into a copy: `x = x.clone()` right before the first such write after the
     tensor was made (later writes then go to the copy too), or clone where it is made."""
     saves = [r for r in related(f, "saved-at") if r.get("name") and loc(r.get("location"))[1]]
     for m in related(f, "modified-at"):
@@ -39,8 +50,8 @@ def clone_before_write(src: Source, f: dict[str, Any], file: str) -> Iterator[tu
         if not name or not line or "." in name or "[" in name:
             continue  # a parameter or module attribute: not a local value to copy
         last = src.statement(line)
-        if last is None or not _writes(src, last, name):
-            continue
+        if last is None or not _writes(src, last, name) or not _index_write(last, name):
+            continue  # `x.mul_(2)`, `x += 1`: written out of place instead (out_of_place)
         saved = next((loc(r.get("location"))[1] for r in saves if r.get("name") == name), None)
         fn = enclosing(src, last, cst.FunctionDef)
         lo = saved or 0
