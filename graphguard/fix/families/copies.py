@@ -62,8 +62,8 @@ def stacked(call: cst.Call) -> cst.BaseExpression | None:
     arg = call.args[0].value
     if literal_only(arg) or _nested(arg) or isinstance(arg, (cst.SimpleString, cst.Integer, cst.Float)):
         return None
-    if not isinstance(arg, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Name, cst.Attribute,
-                            cst.Subscript, cst.Call)):
+    if not isinstance(arg, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Name, cst.Attribute)):
+        # (an element `d['x']` or a call's result is a single value far more often than a list)
         return None
     if isinstance(arg, cst.GeneratorExp):  # stack wants a sequence
         arg = cst.ListComp(elt=arg.elt, for_in=arg.for_in)

@@ -2,10 +2,11 @@
 
 The finding names one op that cut the parameters off (`predicted = outputs.argmax(-1)`), but the
 same value often reaches the loss along another path too (`logits.append(outputs)` ...
-`torch.stack(logits, 1).data`): when that path drops the history with `.data` or `.detach()`, the
-argmax was never the only cut. The values the cut op read are followed through the function
-(assignments, `for` targets, `list.append`, in any order since the function may loop), and each
-`.data` / `.detach()` on them is a candidate, the nearest after the cut first.
+`torch.stack(logits, 1).data`): when that path drops the history with `.data`, the
+argmax was never the only cut. `.data` is no op, so no cut-by names it. The values the cut op
+read are followed through the function (assignments, `for` targets, `list.append`, in any order
+since the function may loop), and each `.data` on them is a candidate, the nearest after the cut
+first.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from ..tree import Source, enclosing, related, loc
+from ..tree import Source, enclosing, loc, related
 from .roundtrip import _reads, _stmt_reads, _targets, _at
 
 __all__ = ["keep_history_downstream"]
@@ -24,7 +25,7 @@ _MAX = 2  # candidates per cut: verification runs are few
 
 def _appends(stmt: cst.CSTNode) -> set[str]:
     out: set[str] = set()
-    for small in getattr(stmt, "body", ()):
+    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
                 and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in ("append", "extend") \
                 and isinstance(small.value.func.value, cst.Name):
@@ -33,7 +34,8 @@ def _appends(stmt: cst.CSTNode) -> set[str]:
 
 
 def keep_history_downstream(src: Source, f: dict[str, Any], file: str) -> Iterator[Candidate]:
-    """GG008/GG009: `.data` / `.detach()` on another use of the value the finding's cut op read."""
+    """GG008/GG009: `.data` on another use of the value the finding's cut op read. (Not
+    `.detach()`: it is a recorded op, so a `.detach()` on the loss's path is a cut-by of its own.)"""
     seen: set[int] = set()
     for r in related(f, "cut-by"):
         line = loc(r.get("location"))[1]
@@ -70,9 +72,3 @@ def keep_history_downstream(src: Source, f: dict[str, Any], file: str) -> Iterat
                     seen.add(id(node))
                     found += 1
                     yield ("keep-history", src.start(s), src.replace(node, node.value), "the tensor instead of its .data")
-                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args \
-                        and node.func.attr.value == "detach" and _reads(node.func.value) & tainted:
-                    seen.add(id(node))
-                    found += 1
-                    yield ("keep-history", src.start(s), src.replace(node, node.func.value),
-                           "the tensor instead of its .detach()")
