@@ -8,7 +8,7 @@ from .model import Site
 
 __all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
            "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock",
-           "DataAssign", "CheckpointCall", "AutogradError"]
+           "DataAssign", "CheckpointCall", "AutogradError", "EmptyOptimizer"]
 
 
 class Sink(NamedTuple):
@@ -125,6 +125,14 @@ class ParamGroupAdded(Event):
 
     optimizer: Any
     params: list[Any]
+
+
+@dataclass
+class EmptyOptimizer(Event):
+    """An optimizer is being constructed with an empty parameter list (PyTorch raises "optimizer
+    got an empty parameter list" right after): GG011 says which model had no parameters."""
+
+    optimizer: Any  # the optimizer being built (not usable yet)
 
 
 @dataclass

@@ -21,14 +21,14 @@ from .capture.mode import GuardMode
 from .capture.quiet import QuietShapes
 from .capture.recorder import Recorder
 from .capture.saved import adopt_modified_saved
-from .capture.scan import scan_graph
+from .capture.scan import scan_graph, sequence_now
 from .capture.state import Mark
 from .capture.sites import PACKAGE_DIR, user_site, user_stacklevel
 from .rules.context import RuleContext
 from .errors import GraphGuardUsageError, GraphMisuseError
 from .expectation import Expectation, describe_missing
 from .capture.failsafe import PASSTHROUGH, failsafe
-from .events import (AutogradError, BackwardCall, BackwardDone, Clock, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
+from .events import (AutogradError, BackwardCall, BackwardDone, Clock, EmptyOptimizer, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
                      StepDone)
 from .model import Finding, RunRecord, Site, count_severities
 from .engine import REARM_ITERATIONS, Engine  # noqa: F401 - REARM_ITERATIONS: documented here too
@@ -176,6 +176,17 @@ def _listed_params(param_group: Any) -> dict:
     return dict(param_group, params=params)
 
 
+PRESTEP_ITERATIONS = 256  # backward-ended iterations recorded in full before an optimizer's first step
+
+
+def _listed_arg(params: Any) -> Any:
+    """An optimizer's `params` argument as a list (what its constructor makes of it); a tensor
+    or anything not iterable is handed on untouched (None), for PyTorch's own error."""
+    if isinstance(params, torch.Tensor) or not hasattr(params, "__iter__"):
+        return None
+    return params if isinstance(params, list) else list(params)
+
+
 class StepLimitReached(SystemExit):
     """Raised out of ``optimizer.step()`` once ``max_steps`` steps are done: the program stops as
     if it had called ``sys.exit(0)`` (``graphguard run --max-steps N``, ``graphguard fix``)."""
@@ -236,6 +247,7 @@ class GraphGuard:
         self._stamp_key = f"graphguard.{n}.made"
         self._mark_key = f"graphguard.{n}.traversed"
         self._entered = False
+        self._born_before = 0  # autograd sequence number at entry (set by __enter__)
         # The thread that entered the guard. Function modes and saved-tensor hooks are per thread,
         # but the backward wrappers and optimizer hooks are global: calls from other threads pass.
         self._owner = 0
@@ -314,6 +326,10 @@ class GraphGuard:
         self._entered = True
         self._owner = threading.get_ident()
         _raise_stack_limit()
+        try:  # nodes made before this number were made before the guard (GG001's unmarked check)
+            self._born_before = sequence_now()
+        except Exception:
+            self._born_before = 0  # no such number: that check never fires
         try:
             self._install()
         except Exception as err:
@@ -410,6 +426,8 @@ class GraphGuard:
         self._patch(warnings, "showwarning", _showwarning_at_user_line(warnings.showwarning))
         orig_add = torch.optim.Optimizer.add_param_group
         self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
+        orig_init = torch.optim.Optimizer.__init__
+        self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init(orig_init))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
@@ -651,8 +669,19 @@ class GraphGuard:
             # light mode: PyTorch's own version check, read now, before PyTorch runs (GG005)
             marks = scan.marks
             freed = {i for i in scan.marked_index if not marks[i].retained}
+            freed_at: list[int] = []
             with torch._C.DisableTorchFunction():
-                adopt_modified_saved(scan.nodes, self.rec.unpack, self.rec.adopt, freed)
+                adopt_modified_saved(scan.nodes, self.rec.unpack, self.rec.adopt, freed, freed_at)
+            hit = freed_at[0] if freed_at else -1
+        elif scan.unrecorded:
+            # a graph part made before the guard that a backward outside it already consumed
+            # (freed and never marked); none in a graph built inside the guard
+            with torch._C.DisableTorchFunction():
+                hit = scan.find_unmarked_freed(self._born_before)
+        else:
+            hit = -1
+        if hit >= 0:
+            scan.unmarked_freed = (hit, scan.old_top(hit, self._born_before))
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
                             self.backward_calls, self.iteration)
         self.backward_calls += 1
@@ -710,6 +739,29 @@ class GraphGuard:
             return orig(opt, param_group)
 
         return add_param_group
+
+    def _wrap_optimizer_init(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        """Optimizer.__init__ (every optimizer's `super().__init__(params, defaults)`): an empty
+        parameter list is reported (GG011) before PyTorch raises on it. Once per optimizer."""
+        guard = self
+
+        @functools.wraps(orig)
+        def __init__(opt: Any, params: Any, *args: Any, **kwargs: Any) -> Any:
+            if guard._foreign() or guard.rec.busy:
+                return orig(opt, params, *args, **kwargs)
+            listed = failsafe(guard._internal_error, "recording an optimizer's parameters",
+                              _listed_arg, params)
+            if listed is not None:
+                params = listed  # a generator is read only once: by us, then handed on
+                if not listed:
+                    failsafe(guard._internal_error, "checking an optimizer's parameters",
+                             guard._empty_optimizer, opt)
+            return orig(opt, params, *args, **kwargs)
+
+        return __init__
+
+    def _empty_optimizer(self, opt: Any) -> None:
+        self._dispatch(EmptyOptimizer(user_site(1), opt))  # may raise GraphMisuseError
 
     def _record_param_group(self, opt: Any, params: list[Any]) -> None:
         self.rec.mark_optimized(params)
@@ -790,8 +842,16 @@ class GraphGuard:
             except Exception as err:
                 self._internal_error(err, "ending an iteration")
         if (self.record_iterations is not None and self.iteration >= self.record_iterations
-                and not self._still_rearmed()):
+                and not self._still_rearmed() and not self._before_first_step(by_backward)):
             self.set_recording(False)
+
+    def _before_first_step(self, by_backward: bool) -> bool:
+        """An optimizer has parameters but has not stepped yet, and backwards end the iterations:
+        several backwards of one training step (MAML's per-task `autograd.grad`, per-term
+        backwards) are not yet the loop's iterations, so recording goes on until the first step
+        (at most PRESTEP_ITERATIONS of them: an optimizer that never steps)."""
+        return (by_backward and self.steps == 0 and len(self.rec.optimized) > 0
+                and self.iteration < PRESTEP_ITERATIONS)
 
     def _still_rearmed(self) -> bool:
         return self.engine.still_rearmed()

@@ -15,6 +15,7 @@ import torch
 
 from .state import InplaceRecord, Packed
 from .recorder import SavedTensorModified
+from .scan import FREED_MESSAGE
 
 __all__ = ["SavedHit", "tensor_attrs", "find_modified_saved", "modifying_write", "storage_key",
            "shares_saved", "adopt_modified_saved"]
@@ -127,7 +128,8 @@ MAX_FREED_READS = 64  # reads failing as "freed" before the rest of a stale grap
 
 
 def adopt_modified_saved(nodes: list[Any], unpack: Any, adopt: Any,
-                         skip: "set[int] | frozenset[int]" = frozenset()) -> int:
+                         skip: "set[int] | frozenset[int]" = frozenset(),
+                         freed_at: "list[int] | None" = None) -> int:
     """Light mode's in-place check: PyTorch's own, read before the backward runs.
 
     With graphguard's saved-tensor hooks off (light mode: they cost a Python call per saved
@@ -141,7 +143,9 @@ def adopt_modified_saved(nodes: list[Any], unpack: Any, adopt: Any,
     `skip`: walk indices of nodes an earlier backward freed (their reads only raise "freed",
     and an exception per node made a stale 100,000-node graph's check 8x slower); after
     MAX_FREED_READS such failures among the others the read stops: the graph is stale, which
-    GG001/GG003 report. Returns the number adopted (usually 0: the clean path of every backward).
+    GG001/GG003 report. `freed_at` (a list) receives the walk index of the first other node
+    found freed: no guarded backward consumed it (one before the guard did), and GG001 reports
+    the crash to come. Returns the number adopted (usually 0: the clean path of every backward).
     """
     n = freed = 0
     for i, node in enumerate(nodes):
@@ -155,6 +159,8 @@ def adopt_modified_saved(nodes: list[Any], unpack: Any, adopt: Any,
                     continue  # already ours
                 if _MODIFIED not in str(err):
                     freed += 1  # freed by an earlier backward (GG001/GG003's)
+                    if freed_at is not None and not freed_at and FREED_MESSAGE in str(err):
+                        freed_at.append(i)
                     if freed >= MAX_FREED_READS:
                         return n
                     break

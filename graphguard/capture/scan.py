@@ -5,11 +5,12 @@ from typing import Any
 
 import torch
 
-from .graph import Walk, is_freed, walk
+from .graph import Walk, is_freed, saved_attrs, walk
 from .state import Mark, Stamp
 
-__all__ = ["Stamp", "Mark", "GraphScan", "scan_graph"]
+__all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "saved_freed", "sequence_now"]
 
+MAX_UNMARKED_READS = 4096  # unrecorded old nodes read for freed buffers before a backward
 _BackwardCFunction = torch.autograd.function.BackwardCFunction  # custom Functions' nodes
 # the node type that writes .grad of a leaf (its `variable`), looked up once
 _AccumulateGrad = type(torch.empty(0, requires_grad=True).view(-1).grad_fn.next_functions[0][0])
@@ -30,6 +31,10 @@ class GraphScan:
         # walk indices of the other nodes an earlier backward traversed (usually none: scanning
         # `marks` for them in every rule would cost a pass over the graph each)
         self.marked_index: list[int] = []
+        # walk indices of the nodes no backward of this guard traversed and no recorded op made
+        # (made before the guard, or inside a composite op): where `freed_unmarked` looks
+        self.unrecorded: list[int] = []
+        unrecorded = self.unrecorded
         # This loop runs for every node before every backward: locals, no per-node calls beyond
         # the metadata reads, and the leaf test by type (a name comparison costs 3x more).
         custom = _BackwardCFunction
@@ -39,11 +44,15 @@ class GraphScan:
         for i, node in enumerate(nodes):
             md = node.metadata
             if md:
-                stamps.append(md.get(stamp_key))
+                st = md.get(stamp_key)
+                stamps.append(st)
                 mark = md.get(mark_key)
+                if st is None and mark is None:  # another key only (anomaly mode's traceback)
+                    unrecorded.append(i)
             else:  # nothing recorded (light mode, or made before the guard)
                 stamps.append(None)
                 mark = None
+                unrecorded.append(i)
             marks.append(mark)
             if type(node) is _AccumulateGrad:
                 leaf_index.add(i)
@@ -56,6 +65,9 @@ class GraphScan:
             elif mark is not None:
                 marked_index.append(i)
         self._freed: dict[int, bool] = {}
+        # (freed node, topmost node made before the guard above it): a graph consumed by a
+        # backward the guard never saw; set by the guard before the rules judge the call
+        self.unmarked_freed: tuple[int, int] | None = None
 
     @property
     def nodes(self) -> list[Any]:
@@ -77,6 +89,43 @@ class GraphScan:
             self._freed[i] = m is not None and not m.retained and is_freed(self.walk.nodes[i])
         return self._freed[i]
 
+    def find_unmarked_freed(self, born_before: int, limit: int = MAX_UNMARKED_READS) -> int:
+        """The first walked node (breadth-first) made before `born_before` (an autograd sequence
+        number: the guard's entry) that no backward of this guard traversed and whose saved
+        buffers are freed: a backward before the guard (or outside it) consumed it, so running it
+        again raises. -1 when none. Only unrecorded nodes are read (none in a graph built inside
+        the guard), at most `limit` of them."""
+        nodes = self.walk.nodes
+        reads = 0
+        for i in self.unrecorded:
+            node = nodes[i]
+            try:
+                if node._sequence_nr() >= born_before:  # AccumulateGrad: the largest number
+                    continue
+            except Exception:  # a node type without one: not ours to judge
+                continue
+            if saved_freed(node):
+                return i
+            reads += 1
+            if reads >= limit:
+                break
+        return -1
+
+    def old_top(self, i: int, born_before: int) -> int:
+        """From walk index `i` up its walk parents, the topmost node made before `born_before`
+        that no backward of this guard traversed: where the old graph joins the new one (the
+        root itself when the whole graph predates the guard)."""
+        nodes, par, marks = self.walk.nodes, self.walk.parent, self.marks
+        j = i
+        while par[j] >= 0 and marks[par[j]] is None:
+            try:
+                if nodes[par[j]]._sequence_nr() >= born_before:
+                    break
+            except Exception:
+                break
+            j = par[j]
+        return j
+
     def boundary(self, members: set[int]) -> list[int]:
         """Members whose walk parent is not a member: where the old part joins the new one."""
         par = self.walk.parent
@@ -95,6 +144,37 @@ class GraphScan:
                     out.add(c)
                     stack.append(c)
         return out
+
+
+FREED_MESSAGE = "already been freed"  # PyTorch's error on reading a freed saved value
+
+
+def saved_freed(node: Any) -> bool:
+    """Whether reading a saved value of `node` fails because a backward freed it (PyTorch's own
+    message says so: no other read error counts)."""
+    for name in saved_attrs(node):
+        try:
+            getattr(node, name)
+        except RuntimeError as err:
+            if FREED_MESSAGE in str(err):
+                return True
+        except Exception:  # a value torch cannot convert; not a freed buffer
+            continue
+    if isinstance(node, _BackwardCFunction):
+        try:
+            node.saved_tensors
+        except RuntimeError as err:
+            return FREED_MESSAGE in str(err)
+        except Exception:
+            pass
+    return False
+
+
+def sequence_now() -> int:
+    """The autograd sequence number the next node made in this thread gets: nodes made before
+    this call have a smaller one."""
+    with torch._C.DisableTorchFunction(), torch.enable_grad():
+        return torch.empty(0, requires_grad=True).view(-1).grad_fn._sequence_nr() + 1
 
 
 def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: int) -> GraphScan:

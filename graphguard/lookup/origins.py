@@ -14,6 +14,7 @@ user's package) have no recorded creation site. This finds the line the user wro
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import types
 from typing import Any
@@ -22,12 +23,12 @@ import torch
 
 from ..capture.sites import is_internal_file
 from ..model import Frame, SourceLoc
-from .names import python_path
+from .names import NameHit, python_path
 from .owners import user_modules
 from .source import (class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
                      target_lines)
 
-__all__ = ["origin_of", "origin_of_name", "MAX_ORIGIN_MODULES"]
+__all__ = ["origin_of", "origin_of_name", "made_name", "MAX_ORIGIN_MODULES"]
 
 MAX_ORIGIN_MODULES = 2000  # modules looked into per search
 
@@ -172,3 +173,38 @@ def origin_of_name(name: str, frame: Frame, value: Any = None,
             return loc
     found = target_lines(frame.file, frame.line, name)
     return found[-1] if found else None
+
+
+def _passes_along(loc: SourceLoc, others: set[str]) -> bool:
+    """Whether the statement at `loc` assigns a value read from one of the `others` names
+    (`feats = features`, `x = a if flag else features`): an alias, not where the value was made."""
+    try:
+        stmt = ast.parse(loc.code.strip()).body[0]
+    except (SyntaxError, ValueError, IndexError, AttributeError):
+        return False
+    value = getattr(stmt, "value", None)
+    if value is None:
+        return False
+    read = {ast.unparse(n) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute))}
+    return bool(read & others)
+
+
+def made_name(hits: list[NameHit]) -> tuple[NameHit, SourceLoc | None] | None:
+    """Of several names for one object made before the guard (innermost first), the one whose
+    assignment made it, with that line: a name assigned from another of the names is passed
+    along (`feats = features` in the loop), so the other one is how the user wrote it where it
+    was made. The innermost hit (and its line, if any) when none is clearly the maker."""
+    if not hits:
+        return None
+    names = {h.name for h in hits}
+    first: tuple[NameHit, SourceLoc | None] | None = None
+    for h in hits:
+        try:
+            loc = origin_of_name(h.name, h.frame, h.value)
+        except Exception:  # wording only
+            loc = None
+        if first is None:
+            first = (h, loc)
+        if loc is not None and not _passes_along(loc, names - {h.name}):
+            return h, loc
+    return first

@@ -8,8 +8,8 @@ from typing import Any, Callable, Mapping, TypeVar
 
 import torch
 
-from ..lookup.names import NameHit, find_name, find_objects, live_user_frames, resolve
-from ..lookup.origins import origin_of, origin_of_name
+from ..lookup.names import NameHit, find_name, find_names, find_objects, live_user_frames, resolve
+from ..lookup.origins import made_name, origin_of, origin_of_name
 from ..lookup.source import assigned_targets
 from ..capture.graph import summarize
 from ..capture.recorder import Recorder
@@ -228,6 +228,12 @@ class RuleContext:
 
     def name_of_node(self, node: Any) -> NameHit | None:
         return find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
+
+    def made_name_of_node(self, node: Any) -> tuple[NameHit, SourceLoc | None] | None:
+        """For a node made before the guard (no op seen): the user's name for its tensor as
+        written where it was made (not a later alias of it), and that assignment's line."""
+        hits = find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
+        return made_name(hits)
 
     def creation(self, t: torch.Tensor) -> tuple[Site, int] | None:
         """Where and in which iteration a tensor was made, when the guard saw it."""

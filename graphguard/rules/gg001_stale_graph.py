@@ -8,7 +8,7 @@ from ..events import BackwardCall
 from ..lookup.assigned import name_where_made
 from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
-from .shared.stale import analyze, is_carried, snapshot
+from .shared.stale import analyze, is_carried, snapshot, snapshot_with_roles
 from .shared.accumulator import unreset_accumulator
 from .base import Rule, display
 from .context import RuleContext
@@ -42,18 +42,23 @@ class StaleGraph(Rule):
     ref = (torch.zeros(8, requires_grad=True) * 2).detach()   # or build it under torch.no_grad()
     ```
 
+    A graph consumed by a backward the guard never saw (a notebook cell run before
+    `%graphguard on`, a backward before the `with`) is found too: its nodes' saved values
+    were freed, and reading them before this backward says so.
+
     ## Known problems
-    Only graph parts built while the guard was active carry a creation line; parts built before
-    the `with` are still detected (reported without the line that made them) as long as the
-    backward that consumed them ran inside the guard.
+    Only graph parts built while the guard was active carry the line of the op that made them;
+    for parts built before the `with`, the line that assigns the user's name for the tensor
+    is given instead. With `inputs=` (or `torch.autograd.grad`), a part consumed outside the
+    guard is explained only after PyTorch raises.
     """
 
     code = "GG001"
     slug = "stale-graph"
     severity = "error"
     summary = "backward reaches graph parts freed (or re-run) by an earlier iteration's backward"
-    template = ("{name} was built {made_in} and its graph was already used by the "
-                "backward at line {consumed_line}; this backward would run through it again{crash}. "
+    template = ("{name} was built {made_in} and its graph was already used by "
+                "{consumed}; this backward would run through it again{crash}. "
                 "Fix: {fix}")
     events = (BackwardCall,)
     # quiet: no node an earlier backward traversed or one outside the guard freed: nothing stale
@@ -62,7 +67,9 @@ class StaleGraph(Rule):
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)
-        if a.kind == "none" or is_carried(a, ctx.optimizer_steps()):
+        if a.kind == "none":
+            return self._consumed_outside(event, ctx)
+        if is_carried(a, ctx.optimizer_steps()):
             return None
         acc = None
         if not a.same_call_line:
@@ -74,6 +81,7 @@ class StaleGraph(Rule):
             if acc is None:
                 return None
         consumed = ctx.loc(a.mark.site) if a.mark else None
+        earlier = f"the backward at line {consumed.line}" if consumed else "an earlier backward"
         related = [Related("consumed-by", None, "backward", consumed, a.mark.iteration if a.mark else None)]
         if acc is not None:
             node = event.scan.nodes[a.marked_boundary]
@@ -123,7 +131,43 @@ class StaleGraph(Rule):
             ctx, subject, ctx.loc(event.site), fix,
             {"made_in": (f"in iteration {subject.created_in_iteration}" if subject.created_in_iteration is not None
                          else "in an earlier iteration"),
-             "consumed_line": consumed.line if consumed else "?", "crash": crash,
+             "consumed": earlier, "crash": crash,
              "fix": fix, "name": display(name)},
             related, graph=snapshot(event, a, name, f"GG001: {name or 'stale graph'}", ctx.creation))]
 
+    def _consumed_outside(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+        """The graph part was made before the guard and a backward the guard never saw freed it
+        (a notebook cell's `loss.backward()`, a backward before the `with`): its saved buffers
+        are gone, so this backward raises. The scan found the first such node."""
+        hit = getattr(event.scan, "unmarked_freed", None)
+        if hit is None or event.inputs:
+            # with `inputs=` (autograd.grad) PyTorch runs only the nodes leading to them: a
+            # freed node elsewhere does not raise (PyTorch's error, if any, is explained after)
+            return None
+        freed, top = hit
+        node = event.scan.nodes[top]
+        made = ctx.made_name_of_node(node) if ctx.stamp(node) is None else None
+        subject = ctx.subject_of_node(node, made[0] if made else None)
+        if subject.created_at is None and made is not None:
+            # no op of it was seen: the line whose assignment made it (before the guard)
+            subject = dataclasses.replace(subject, created_at=made[1])
+        name = subject.name
+        root = top == 0 or event.scan.walk.parent[top] < 0
+        if root:
+            fix = (f"run the forward again so {display(name)} is a new graph before this backward, "
+                   "or pass retain_graph=True to the backward that ran before the guard")
+        else:
+            fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad()), or pass "
+                   "retain_graph=True to the backward that ran before the guard" if name else
+                   "detach the tensor made before the guard, or pass retain_graph=True to the "
+                   "backward that ran before the guard")
+        related = [Related("consumed-by", None, "backward before the guard", None, None)]
+        related += ctx.fix_at(subject.created_at, name, "rebuild" if root else "detach")
+        roles = {top: ["stale"], freed: ["stale", "freed"]} if freed != top else {top: ["stale", "freed"]}
+        return [self.finding(
+            ctx, subject, ctx.loc(event.site), fix,
+            {"made_in": "before the guard was entered",
+             "consumed": "a backward the guard did not see (before it was entered, or outside it)",
+             "crash": " and fail (its saved buffers were freed)", "fix": fix, "name": display(name)},
+            related, graph=snapshot_with_roles(event, roles, top, name,
+                                               f"GG001: {name or 'stale graph'}", ctx.creation))]

@@ -1,6 +1,7 @@
 """GG011 unregistered-parameter: a trainable tensor gets gradients, but no optimizer holds it."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import weakref
 from dataclasses import dataclass, field
@@ -9,13 +10,15 @@ from typing import Any
 import torch
 
 from ..capture.graph import summarize
-from ..lookup.names import find_name
+from ..lookup.layers import layers_built_in_forward, parameters_owner, plain_layer_holders
+from ..lookup.names import find_name, resolve
 from ..lookup.owners import find_owner, user_modules
 from ..capture.weakmap import WeakIdMap
 from ..lookup.source import (assignment_lines, attribute_assignment_lines, called_names,
                               enclosing_scope)
 from .context import RuleContext, assigned_name
-from ..events import (BackwardCall, GradRead, GuardExit, InplaceOp, ParamGroupAdded, StepCall)
+from ..events import (BackwardCall, EmptyOptimizer, GradRead, GuardExit, InplaceOp, ParamGroupAdded,
+                      StepCall)
 from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 from .base import Rule, display
 from .shared.reads import read_by_user
@@ -113,6 +116,10 @@ class UnregisteredParameter(Rule):
     metric head, a classifier inside the loss module, a projection head): an error; or the one
     part of a model that a list of per-part parameter groups leaves out: a warning.
 
+    An optimizer built from a model that has no parameters at all (its layers are built inside
+    `forward`, or kept in plain lists) is reported when it is constructed, before PyTorch raises
+    "optimizer got an empty parameter list", with fix-at the layer constructions in `forward`.
+
     ## Known problems
     A part of the model left out of the optimizer on purpose while still requiring grad looks
     like a forgotten one. graphguard stays quiet on a feature extractor whose output only feeds
@@ -129,7 +136,10 @@ class UnregisteredParameter(Rule):
     summary = "a trainable tensor gets gradients but no optimizer holds it"
     template = ("{name} gets gradients from the backward at line {backward_line} but no optimizer "
                 "holds it{why}, so it never trains. {fix}")
-    events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit)
+    # an optimizer given a model without parameters (PyTorch raises right after)
+    EMPTY_TEMPLATE = ("{optimizer} is built from {name}, which has no parameters{why}: PyTorch "
+                      "raises \"optimizer got an empty parameter list\" and nothing would train. {fix}")
+    events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit, EmptyOptimizer)
     # quiet: the same leaves were judged before (each is judged once)
     quiet_skip = (BackwardCall,)
     supersedes = ("GG103",)  # its leaf is meant to be trained
@@ -162,7 +172,54 @@ class UnregisteredParameter(Rule):
             return self._judge(ctx, before=ctx.iteration, step=event.site)
         elif isinstance(event, GuardExit):
             return self._judge(ctx, before=None)
+        elif isinstance(event, EmptyOptimizer):
+            return self._empty_optimizer(event, ctx)
         return None
+
+    def _empty_optimizer(self, event: EmptyOptimizer, ctx: RuleContext) -> list[Finding] | None:
+        """The optimizer's parameter list is empty: the model it was given (`model.parameters()`
+        on its line) registers none. Its layers are built inside `forward` (new ones at every
+        call) or kept in plain lists: fix-at those lines."""
+        if not event.site:
+            return None
+        frames = ctx.frames()
+        owner_text = parameters_owner(event.site[0])
+        hit = resolve(owner_text, frames) if owner_text else None
+        model = hit.value if hit is not None and isinstance(hit.value, torch.nn.Module) else None
+        if model is None:
+            return None  # an empty list of the user's own making: PyTorch's message says it all
+        model_name = hit.name
+        built = layers_built_in_forward(model)
+        holders = plain_layer_holders(model) if not built else []
+        related: list[Related] = []
+        if built:
+            first = built[0]
+            subject = Subject(first.name, "module", type(model).__name__ + ".forward", first.loc, None)
+            why = f" (its forward builds {len(built)} layer{'s' if len(built) > 1 else ''}, new at every call)"
+            fix = (f"build the layers once in {type(model).__name__}.__init__ (self.fc = "
+                   f"{built[0].name if '(' in built[0].name else 'nn.Linear(...)'}) and call them in "
+                   "forward, so they are registered and trained")
+            for b in built:
+                related += ctx.fix_at(b.loc, b.name, "build in __init__")
+        else:
+            subject = ctx.subject(model, kind="module", hit=hit)
+            if holders:
+                attr, names = holders[0]
+                why = f" (its layers are in the plain container {model_name}.{attr})"
+                fix = f"hold them in nn.ModuleList / nn.ModuleDict: self.{attr} = nn.ModuleList(...)"
+                subject = dataclasses.replace(subject, name=f"{model_name}.{attr}")
+                loc = _attribute_made(event.site[0].file, f"{model_name}.{attr}")
+                if loc is None and subject.created_at is not None:
+                    loc = _attribute_made(subject.created_at.file, f"{model_name}.{attr}")
+                related += ctx.fix_at(loc, subject.name, "ModuleList")
+            else:
+                why = ""
+                fix = f"register {model_name}'s layers as attributes in __init__ (or pass the right model)"
+        opt_name = assigned_name(event.site[0]) or type(event.optimizer).__name__
+        related.append(Related("model", model_name, type(model).__name__, ctx.origin(model, hit), None))
+        args = {"name": display(model_name), "optimizer": f"`{opt_name}`", "why": why, "fix": fix}
+        return [Finding(self.code, self.slug, self.severity, args, subject, ctx.loc(event.site),
+                        ctx.iteration, True, fix, related, template=self.EMPTY_TEMPLATE)]
 
     # ---- what existed when an optimizer was built ------------------------------------------------
     def _note_models(self, opt: Any) -> None:
