@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..tree import Source, enclosing, loc, related
-from .roundtrip import _reads, _stmt_reads, _targets, _at
+from .roundtrip import names_read, statement_reads, assigned_names, statement_at
 
 __all__ = ["keep_history_downstream"]
 
@@ -39,11 +39,11 @@ def keep_history_downstream(src: Source, f: dict[str, Any], file: str) -> Iterat
     seen: set[int] = set()
     for r in related(f, "cut-by"):
         line = loc(r.get("location"))[1]
-        cut = _at(src, line) if line else None
+        cut = statement_at(src, line) if line else None
         if cut is None or not isinstance(cut, cst.SimpleStatementLine):
             continue
         fn = enclosing(src, cut, cst.FunctionDef)
-        tainted = _stmt_reads(cut) - _targets(cut)
+        tainted = statement_reads(cut) - assigned_names(cut)
         stmts = [s for s in src.nodes((cst.SimpleStatementLine, cst.For))
                  if s is not cut and enclosing(src, s, cst.FunctionDef) is fn]
         hit: list[cst.CSTNode] = []
@@ -51,10 +51,10 @@ def keep_history_downstream(src: Source, f: dict[str, Any], file: str) -> Iterat
         while grew:  # to a fixpoint: a loop body may feed what an earlier line reads
             grew = False
             for s in stmts:
-                if s in hit or not _stmt_reads(s) & tainted:
+                if s in hit or not statement_reads(s) & tainted:
                     continue
                 hit.append(s)
-                more = (_targets(s) | _appends(s)) - tainted
+                more = (assigned_names(s) | _appends(s)) - tainted
                 if more:
                     tainted |= more
                     grew = True
@@ -68,7 +68,7 @@ def keep_history_downstream(src: Source, f: dict[str, Any], file: str) -> Iterat
                     continue
                 if isinstance(node, cst.Attribute) and node.attr.value == "data" \
                         and not isinstance(src.parent.get(node), (cst.AssignTarget, cst.Attribute)) \
-                        and _reads(node.value) & tainted:
+                        and names_read(node.value) & tainted:
                     seen.add(id(node))
                     found += 1
                     yield ("keep-history", src.start(s), src.replace(node, node.value), "the tensor instead of its .data")

@@ -22,7 +22,7 @@ import libcst as cst
 from ..tree import Names, Source, dotted, drop_rewraps, enclosing, parse_expr
 from .copies import Rewrite, cut_lines, is_copy, stacked
 
-__all__ = ["keep_tensor_roundtrip"]
+__all__ = ["keep_tensor_roundtrip", "names_read", "statement_reads", "statement_at", "assigned_names"]
 
 Candidate = tuple[str, int, str, str]
 
@@ -133,7 +133,7 @@ class _Plan:
                     self.ok = False
                     return
                 self.edits[id(call)] = lambda u, c=cast: cst.Call(func=u.func.with_changes(attr=cst.Name(c)))
-            elif call.args and not _reads(call.args[0].value) & tainted:
+            elif call.args and not names_read(call.args[0].value) & tainted:
                 continue  # a call on other values (`torch.tensor(2.0)`, a helper on a constant)
             elif call.args and (name.endswith("from_numpy") or self.helpers.get(name) == "in"):
                 self.entered = True
@@ -182,28 +182,28 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
     return out
 
 
-def _reads(node: cst.CSTNode) -> set[str]:
+def names_read(node: cst.CSTNode) -> set[str]:
     seen = Names()
     node.visit(seen)
     return seen.names
 
 
-def _stmt_reads(stmt: cst.CSTNode) -> set[str]:
+def statement_reads(stmt: cst.CSTNode) -> set[str]:
     """Names a statement reads (a `for`: its iterable; an assignment: its value)."""
     if isinstance(stmt, cst.For):
-        return _reads(stmt.iter)
+        return names_read(stmt.iter)
     out: set[str] = set()
     for small in getattr(stmt, "body", ()):
         if isinstance(small, cst.Assign) and small.value is not None:
-            out |= _reads(small.value)
+            out |= names_read(small.value)
         elif isinstance(small, cst.AugAssign):
-            out |= _reads(small.value) | _reads(small.target)
+            out |= names_read(small.value) | names_read(small.target)
         else:
-            out |= _reads(small)
+            out |= names_read(small)
     return out
 
 
-def _at(src: Source, line: int) -> cst.CSTNode | None:
+def statement_at(src: Source, line: int) -> cst.CSTNode | None:
     """The simple statement covering `line`, or the `for` whose header is on it."""
     stmt = src.statement(line)
     if stmt is not None:
@@ -212,17 +212,17 @@ def _at(src: Source, line: int) -> cst.CSTNode | None:
     return heads[-1] if heads else None
 
 
-def _targets(stmt: cst.CSTNode) -> set[str]:
+def assigned_names(stmt: cst.CSTNode) -> set[str]:
     out: set[str] = set()
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
             if isinstance(small, cst.Assign):
                 for t in small.targets:
-                    out |= _reads(t.target)
+                    out |= names_read(t.target)
             elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
-                out |= _reads(small.target)
+                out |= names_read(small.target)
     elif isinstance(stmt, cst.For):
-        out |= _reads(stmt.target)
+        out |= names_read(stmt.target)
     return out
 
 
@@ -240,7 +240,7 @@ def keep_tensor_roundtrip(src: Source, f: dict[str, Any], file: str) -> Iterator
                     (dotted(ret.func) or "").endswith("from_numpy") or is_copy(ret)) else "out"
     done: set[int] = set()
     for line in cut_lines(f):
-        stmt = _at(src, line)
+        stmt = statement_at(src, line)
         if stmt is None:
             continue
         fn = enclosing(src, stmt, cst.FunctionDef)
@@ -270,7 +270,7 @@ def keep_tensor_roundtrip(src: Source, f: dict[str, Any], file: str) -> Iterator
             if not plan.ok or plan.entry is None:
                 continue
             new = src.module.visit(Rewrite(plan.edits)).code
-            for name in _targets(plan.entry):
+            for name in assigned_names(plan.entry):
                 # the value that comes back has its history now: a `requires_grad = True` re-wrap would fail
                 new = drop_rewraps(new, name)
             yield ("keep-tensor-roundtrip", src.start(where), new,
@@ -300,14 +300,14 @@ def _follow(src: Source, plan: _Plan, start: cst.CSTNode) -> None:
     """Follow the values from `start` forward in the same function, rewriting each statement that
     reads them, until they re-enter torch."""
     fn = enclosing(src, start, cst.FunctionDef)
-    tainted = set(_targets(start))
+    tainted = set(assigned_names(start))
     lists: set[str] = set()
     stmts = [s for s in src.nodes((cst.SimpleStatementLine, cst.For))
              if src.start(s) > src.start(start) and enclosing(src, s, cst.FunctionDef) is fn]
     if isinstance(start, cst.For):
         stmts = [s for s in stmts if s is not start]
     for s in stmts:
-        reads, targets = _stmt_reads(s), _targets(s)
+        reads, targets = statement_reads(s), assigned_names(s)
         if not reads & tainted:
             continue
         # `xs.append(v)` fills a list element by element: xs carries the values on
