@@ -205,7 +205,9 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                     keep(f, c, mine, whole, res2, "; then " + ", then ".join([*steps, what])
                          + ": errors the patched program ran into")
                     return True
-                reject(f, c, f"then {what}: {reason}")
+                # not a rejection yet: the chain goes on from this run
+                print(f"graphguard fix: {c.family} for {_brief(_describe(f, shown))}, then {what}: {reason}; "
+                      "following the next error", file=err)
                 together, res = whole, res2
                 steps.append(what)
                 break
@@ -227,13 +229,13 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
             if reason is None:
                 keep(f, c, e, together, res)
                 break
-            reject(f, c, reason)
-            if reason.startswith("new finding") and i not in pending:
-                pending[i] = (c, e)
             if together is not None and i not in followed and _went_further(f, base, res):
                 followed.add(i)  # one chain per finding: the verification runs are few
                 if follow(f, c, together, res):
                     break
+            reject(f, c, reason)
+            if reason.startswith("new finding") and i not in pending:
+                pending[i] = (c, e)
         if not cands:
             print(f"graphguard fix: no candidate patch for {_brief(_describe(f, shown))}", file=err)
     # pairs: a patch that only failed on a new finding, with a candidate of another finding still
