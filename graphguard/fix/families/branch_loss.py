@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..tree import loc, related, Source, dotted, enclosing, Names
-from .regraph import _FACTORIES
+from .regraph import FACTORIES
 
 
 def _constant(value: cst.BaseExpression) -> bool:
@@ -20,7 +20,7 @@ def _constant(value: cst.BaseExpression) -> bool:
         value = value.func.value
     if isinstance(value, (cst.Integer, cst.Float)):
         return True
-    return isinstance(value, cst.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] in _FACTORIES
+    return isinstance(value, cst.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] in FACTORIES
 
 
 class _Undivide(cst.CSTTransformer):

@@ -7,7 +7,11 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..tree import loc, related, Source, dotted, enclosing, insert_before
-from .inplace import _INPLACE_METHODS
+
+
+def _inplace_name(method: str) -> bool:
+    """PyTorch's spelling of an in-place method: `add_`, `masked_fill_` (not `__setitem__`)."""
+    return method.endswith("_") and not method.startswith("_")
 
 
 def _writes(src: Source, stmt: cst.CSTNode, name: str) -> bool:
@@ -22,7 +26,7 @@ def _writes(src: Source, stmt: cst.CSTNode, name: str) -> bool:
                 isinstance(small.target, cst.Subscript) and dotted(small.target.value) == name)):
             return True
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
-                and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in _INPLACE_METHODS \
+                and isinstance(small.value.func, cst.Attribute) and _inplace_name(small.value.func.attr.value) \
                 and dotted(small.value.func.value) == name:
             return True
     return False

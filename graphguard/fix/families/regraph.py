@@ -13,7 +13,7 @@ from ..tree import loc, subject_name, related, Source, dotted, backward_calls, e
 
 # calls that make fresh tensors or objects (data, leaves, modules, optimizers): a recomputation stops
 # there, since running them again would make a new leaf or a new model instead of a new graph
-_FACTORIES = {"tensor", "as_tensor", "from_numpy", "randn", "rand", "randint", "randn_like", "rand_like",
+FACTORIES = {"tensor", "as_tensor", "from_numpy", "randn", "rand", "randint", "randn_like", "rand_like",
               "randint_like", "randperm", "zeros", "ones", "zeros_like", "ones_like", "full", "full_like",
               "empty", "empty_like", "arange", "linspace", "logspace", "eye", "load", "Tensor",
               "FloatTensor", "LongTensor"}
@@ -38,7 +38,7 @@ def _is_source(src: Source, value: cst.BaseExpression) -> bool:
     all (a name, a constant, a tuple of names)."""
     if isinstance(value, cst.Call):
         last = (dotted(value.func) or "").rsplit(".", 1)[-1]
-        return last in _FACTORIES or _is_class(src, value.func) \
+        return last in FACTORIES or _is_class(src, value.func) \
             or any(a.keyword is not None and a.keyword.value == "requires_grad" for a in value.args)
     if isinstance(value, (cst.Tuple, cst.List)):
         return all(isinstance(e.value, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)) for e in value.elements)
