@@ -67,6 +67,9 @@ class Recorder:
         self._cut_keys: dict[tuple, int] = {}
         self._next_cut = 0
         self.taint: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> frozenset of cut ids
+        # cuts whose values went into a tensor that has history again (`p - lr * grad` after
+        # autograd.grad): they did not sever what follows (GG009 names another cut first)
+        self.healed: set[int] = set()
         self.inplace_log: dict[int, InplaceRecord] = {}  # storage data_ptr -> latest write
         self.packs: "weakref.WeakSet[Packed]" = weakref.WeakSet()
         # whether pack/unpack are on the saved-tensor hook stack: on while recording; off in light
@@ -198,6 +201,8 @@ class Recorder:
                     md[key] = Stamp(self.clock.iteration, self.site(), self.clock.backward_calls)
             elif (kwargs.get("requires_grad") or name == "requires_grad_") and o not in self.leaves:
                 self._record_leaf(o, name)
+        if taint_in and any_rg_out:  # only ops reading a cut value
+            self.healed.update(taint_in)
         if rg_in and not any_rg_out and not self.in_step and target is None:
             used = self.ckpt_used
             if used is not None and len(used) < 256:
@@ -269,6 +274,7 @@ class Recorder:
             # every iteration's cuts would pile up over a long run
             old = self.cuts.pop(next(iter(self.cuts)))
             self._cut_keys.pop((old.op, old.site, old.iteration), None)
+            self.healed.discard(old.index)
         return idx
 
     def cuts_for_leaf(self, leaf: torch.Tensor, iteration: int | None = None) -> list[Cut]:

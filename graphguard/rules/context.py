@@ -184,6 +184,11 @@ class RuleContext:
         cuts = self._rec.cuts
         return [cuts[i] for i in sorted(ids) if i in cuts]
 
+    def cut_healed(self, cut: Cut) -> bool:
+        """Whether a value the cut made went into a tensor with history again (combined with
+        one that still had it): the cut did not sever what was computed from that."""
+        return cut.index in self._rec.healed
+
     def all_cuts(self) -> list[Cut]:
         return list(self._rec.cuts.values())
 

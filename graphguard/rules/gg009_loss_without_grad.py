@@ -87,7 +87,7 @@ class LossWithoutGrad(Rule):
                 continue
             subject = ctx.subject(root)
             name = subject.name
-            cuts = _severing_first(ctx.cuts_behind(root))
+            cuts = _severing_first(ctx.cuts_behind(root), ctx)
             tainted = bool(cuts)
             # the tensor where the history was dropped, as the user wrote it: the cut's statement;
             # after a trip through Python (`.item()`, numpy) or with no cut at all (a fresh
@@ -321,21 +321,16 @@ class LossWithoutGrad(Rule):
                             graph=graph, severity="warning")
 
 
-def _severing_first(cuts: list) -> list:
+def _severing_first(cuts: list, ctx: RuleContext) -> list:
     """The recorded cuts behind a loss (oldest first), those that severed it first.
 
-    A cut whose leaves reached a later cut's inputs with their history again may not have cut
-    them off from the loss: its output was combined with tensors that still had it (MAML's
-    `p - lr * grad` after `autograd.grad`), and the later cut is where that history ended (the
-    forward under `torch.no_grad()`). The latest cut always explains the loss (nothing after it
-    regained history); cuts of unrelated leaves (two terms cut apart) keep their order. No cut
-    is dropped, only put behind the ones that explain the loss."""
+    A cut whose value went into a tensor that has history again did not sever what was
+    computed from it (MAML's `p - lr * grad` after `autograd.grad`): the later cut is where
+    that history ended (the forward under `torch.no_grad()`). Such cuts go behind the others;
+    none is dropped (their order is kept)."""
     if len(cuts) < 2:
         return cuts
-    later: set[int] = set()  # leaves behind the inputs of the cuts after the current one
-    flags = [False] * len(cuts)
-    for k in range(len(cuts) - 1, -1, -1):
-        c = cuts[k]
-        flags[k] = not c.leaf_ids.isdisjoint(later)
-        later |= c.leaf_ids
+    flags = [ctx.cut_healed(c) for c in cuts]
+    if all(flags):
+        return cuts
     return [c for c, h in zip(cuts, flags) if not h] + [c for c, h in zip(cuts, flags) if h]
