@@ -135,19 +135,9 @@ class MissingZeroGrad(Rule):
         return call.scan.leaves
 
     def _before_backward(self, call: BackwardCall) -> None:
-        leaves = self._accumulating(call)
-        if not self.flagged:
-            for p in leaves:
-                if p.grad is not None:
-                    break
-            else:
-                # every gradient was set to None since the update (zero_grad()'s default): no
-                # backward can add onto a stepped one. The records keep their `stepped` site; a
-                # later gradient is a new tensor, which the identity check below tells apart.
-                return
         candidates = []
         data = self.states.entries  # (WeakIdMap lookups inlined: every leaf, every backward)
-        for p in leaves:
+        for p in self._accumulating(call):
             e = data.get(id(p))
             if e is None or e[0]() is not p:
                 continue
