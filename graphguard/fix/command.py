@@ -221,6 +221,7 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         cands = []
         for c in candidates_for(f, prog.read):
             e = {c.file: edits_of(prog.read(c.file) or "", c.text)}
+            e.update({other: edits_of(prog.read(other) or "", t) for other, t in c.also})
             cands.append(((RANK.get(c.family, 0), *size(e)), c, e))
         cands.sort(key=lambda t: t[0])  # by family rank, then smallest first
         per_finding[i] = cands
