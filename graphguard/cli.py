@@ -190,7 +190,7 @@ def _cmd_run(args: Any) -> int:
     status, exc, script_rc = "ok", None, 0
     unfollow, run_dir = _follow_processes(args, target)
     pending_tb: BaseException | None = None  # printed once the workers' reports are read
-    old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    old_argv = sys.argv[:]
     sys.argv = [target, *script_args]
     if args.module is None:
         sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
@@ -210,8 +210,6 @@ def _cmd_run(args: Any) -> int:
     except KeyboardInterrupt as e:
         status, exc, script_rc = "raised", e, 130
     except BaseException as e:  # the user's error: report it, keep its traceback visible
-        import traceback
-
         if args.module and isinstance(e, (ImportError, SyntaxError)) and not _user_frames(e):
             # runpy could not find or compile the module: nothing of the user's ran
             raise GraphGuardUsageError(f"cannot run module {args.module}: {e}") from None

@@ -5,7 +5,6 @@ NOTE [quiet events] in engine.py says why and what the engine does with the answ
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 import torch
 

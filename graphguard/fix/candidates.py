@@ -14,7 +14,6 @@ import libcst as cst
 
 from .families import (
     detach_source,
-    detach_carried,
     detach_copy_sources,
     accumulate_detached,
     out_of_place,

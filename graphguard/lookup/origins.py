@@ -23,7 +23,7 @@ import torch
 
 from ..capture.sites import is_internal_file
 from ..model import Frame, SourceLoc
-from .names import NameHit, python_path
+from .names import NameHit
 from .owners import user_modules
 from .source import (class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
                      target_lines)

@@ -125,7 +125,6 @@ class NonDetachedTarget(Rule):
         # a swap is made at the loss call; a detach where the target is made
         related += ctx.fix_at(ctx.loc(event.site) if swapped else (subject.created_at or ctx.loc(event.site)),
                               name, "swap" if swapped else "detach")
-        idx = 0 if swapped or role != "target" else 1
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
                             {"func": event.func, "role": role,
                              "leaves": "from " + ", ".join(labels) if labels else "it has history",

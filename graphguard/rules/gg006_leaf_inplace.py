@@ -12,6 +12,7 @@ from ..events import InplaceOp
 from ..model import Finding
 from .shared.inplace import describe_inplace, line_code, line_stmt, out_of_place, written_name
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["LeafInplace"]
 

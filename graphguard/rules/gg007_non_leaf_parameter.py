@@ -13,6 +13,7 @@ from ..events import GradRead, ParamGroupAdded
 from ..model import Finding, Related
 from .shared.inplace import line_stmt
 from .base import Rule, display
+from .context import RuleContext
 
 __all__ = ["NonLeafParameter", "hidden_leaf"]
 

@@ -11,6 +11,7 @@ from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, BackwardDone, GradRead, InplaceOp, ParamGroupAdded, StepCall, StepDone
 from ..model import Finding, Related, Site, Subject
 from .base import Rule, display
+from .context import RuleContext
 from .shared.reads import read_by_user
 
 __all__ = ["MissingZeroGrad"]

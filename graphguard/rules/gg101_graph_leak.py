@@ -14,6 +14,7 @@ from ..lookup.source import assignment_lines, enclosing_scope, growth_lines
 from ..events import BackwardCall, GuardExit, StepDone
 from ..model import Finding, Frame, SourceLoc, Subject
 from .base import Rule, display
+from .context import RuleContext
 from .shared.growth import Growth
 
 __all__ = ["GraphLeak"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import linecache
 from dataclasses import dataclass
-from typing import Any
 
 from ...events import BackwardCall
 from ...lookup.assigned import name_where_made
