@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 
 from graphguard import GraphGuard, GraphMisuseError
+from nbkit import SETUP
 
 THIS = Path(__file__).resolve()
 SOURCE = THIS.read_text().splitlines()
@@ -132,20 +133,6 @@ def test_old_graph_never_consumed_is_quiet():
 
 
 # ---- a notebook: the cell that consumed the graph ran before `%graphguard on` ---------------------
-SETUP = """\
-import torch
-w = torch.nn.Parameter(torch.ones(3))
-scale = torch.ones(3, requires_grad=True)
-ref = torch.sin(scale * 2)
-opt = torch.optim.SGD([w], lr=0.1)
-def train_step():
-    loss = ((w - ref) ** 2).sum()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-"""
-
-
 def test_notebook_cell_before_the_session_guard(tmp_path):
     pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")

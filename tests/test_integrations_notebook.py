@@ -10,18 +10,8 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-SETUP = """\
-import torch
-w = torch.nn.Parameter(torch.ones(3))
-scale = torch.ones(3, requires_grad=True)
-ref = torch.sin(scale * 2)
-opt = torch.optim.SGD([w], lr=0.1)
-def train_step():
-    loss = ((w - ref) ** 2).sum()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-"""
+from nbkit import SETUP  # noqa: E402 - after the skips: the kernel packages are optional
+
 
 
 def run(cells, tmp_path):
