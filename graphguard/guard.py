@@ -673,13 +673,11 @@ class GraphGuard:
             with torch._C.DisableTorchFunction():
                 adopt_modified_saved(scan.nodes, self.rec.unpack, self.rec.adopt, freed, freed_at)
             hit = freed_at[0] if freed_at else -1
-        elif scan.unrecorded:
+        else:
             # a graph part made before the guard that a backward outside it already consumed
-            # (freed and never marked); none in a graph built inside the guard
+            # (freed and never marked); the nodes a recorded op made are not read
             with torch._C.DisableTorchFunction():
                 hit = scan.find_unmarked_freed(self._born_before)
-        else:
-            hit = -1
         if hit >= 0:
             scan.unmarked_freed = (hit, scan.old_top(hit, self._born_before))
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,

@@ -31,10 +31,6 @@ class GraphScan:
         # walk indices of the other nodes an earlier backward traversed (usually none: scanning
         # `marks` for them in every rule would cost a pass over the graph each)
         self.marked_index: list[int] = []
-        # walk indices of the nodes no backward of this guard traversed and no recorded op made
-        # (made before the guard, or inside a composite op): where `freed_unmarked` looks
-        self.unrecorded: list[int] = []
-        unrecorded = self.unrecorded
         # This loop runs for every node before every backward: locals, no per-node calls beyond
         # the metadata reads, and the leaf test by type (a name comparison costs 3x more).
         custom = _BackwardCFunction
@@ -44,15 +40,11 @@ class GraphScan:
         for i, node in enumerate(nodes):
             md = node.metadata
             if md:
-                st = md.get(stamp_key)
-                stamps.append(st)
+                stamps.append(md.get(stamp_key))
                 mark = md.get(mark_key)
-                if st is None and mark is None:  # another key only (anomaly mode's traceback)
-                    unrecorded.append(i)
             else:  # nothing recorded (light mode, or made before the guard)
                 stamps.append(None)
                 mark = None
-                unrecorded.append(i)
             marks.append(mark)
             if type(node) is _AccumulateGrad:
                 leaf_index.add(i)
@@ -94,11 +86,13 @@ class GraphScan:
         number: the guard's entry) that no backward of this guard traversed and whose saved
         buffers are freed: a backward before the guard (or outside it) consumed it, so running it
         again raises. -1 when none. Only unrecorded nodes are read (none in a graph built inside
-        the guard), at most `limit` of them."""
-        nodes = self.walk.nodes
+        the guard), at most `limit` of them. Run only while recording: in light mode no node
+        carries a stamp, and the pre-backward saved-value read finds freed nodes instead."""
+        nodes, stamps, marks = self.walk.nodes, self.stamps, self.marks
         reads = 0
-        for i in self.unrecorded:
-            node = nodes[i]
+        for i, node in enumerate(nodes):
+            if stamps[i] is not None or marks[i] is not None:
+                continue  # made by a recorded op, or traversed by a backward of this guard
             try:
                 if node._sequence_nr() >= born_before:  # AccumulateGrad: the largest number
                     continue
