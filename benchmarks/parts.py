@@ -46,7 +46,7 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         g._mark_nodes = lambda call, mark: None  # type: ignore[method-assign]
     sink = g.rec.sink
     if part == "no_rules":
-        g._dispatch = lambda event, raising=True, quiet=False: None  # type: ignore[method-assign]
+        g._dispatch = lambda event, raising=True, quiet=False, skim=False: None  # type: ignore[method-assign]
         g.rec.sink = sink._replace(dispatch=g._dispatch)  # the recorder was handed the real one
     if part == "no_backward_check":
         g._backward = lambda api, orig, args, kwargs: orig(*args, **kwargs)  # type: ignore[method-assign]

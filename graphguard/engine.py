@@ -35,6 +35,20 @@ REARM_ITERATIONS = 200
 # following, GG101's iteration ends) are called as always. Anything unusual makes the event
 # non-quiet, so every rule sees it: a misuse that first appears late is judged in full.
 
+# NOTE [skimmed iterations]
+# Quiet backwards left four entries per step (before and after the backward, before and after
+# the optimizer step), and on a small step each costs 5-60 us just by running cold. Most of what
+# the rules do at the step level looks for *silent* misuse (a parameter with no gradient, a
+# missing zero_grad(), an all-zero gradient, an unregistered parameter): nothing crashes, so
+# judging it on a sample of the iterations loses no "before PyTorch raises", only a few
+# iterations of delay. So in light mode the guard *skims* most iterations (guard.py,
+# `_skimming`): a window of consecutive iterations (two per optimizer that steps, so that
+# GG010 sees a step, the next backward and the next step) is judged in full out of every
+# SAMPLE_PERIOD windows, and in between, rules listed in `skim_skip` are not called for those
+# event types. The pre-backward walk, the saved-value read and the walk-based rules (stale
+# graphs, in-place changes, double backward: the errors PyTorch raises) still run before every
+# backward, and any non-quiet backward makes its iteration and the window after it full.
+
 
 class Engine:
     """Judges events for one guard and keeps its results. Acts by mode: `raise` raises
@@ -62,6 +76,10 @@ class Engine:
         # the rules still called for a quiet event (NOTE [quiet events])
         self.quiet_by_event: dict[type, list[Rule]] = {
             ev: [r for r in rules if ev not in r.quiet_skip] for ev, rules in self.by_event.items()}
+        # ... and for an event of a skimmed iteration (NOTE [skimmed iterations]): a BackwardCall
+        # is only skimmed when it is quiet too, step-level events are never quiet
+        self.skim_by_event: dict[type, list[Rule]] = {
+            ev: [r for r in rules if ev not in r.skim_skip] for ev, rules in self.quiet_by_event.items()}
         self.ctx: RuleContext | None = None
         self.rec: Recorder | None = None
         self.clock = clock
@@ -89,13 +107,21 @@ class Engine:
         self.awaiting_details.clear()
         return False
 
-    def dispatch(self, event: Event, raising: bool = True, quiet: bool = False) -> None:
+    def skim_listens(self, event_type: type) -> bool:
+        """Whether some rule judges events of this type in a skimmed iteration (if none, the
+        guard need not even build the event)."""
+        return bool(self.skim_by_event.get(event_type))
+
+    def dispatch(self, event: Event, raising: bool = True, quiet: bool = False,
+                 skim: bool = False) -> None:
         """Judge `event` with the rules registered for its type; report what they find.
         `quiet`: the guard found the event quiet (NOTE [quiet events]): only the rules that do
-        not skip quiet events of its type are called."""
+        not skip quiet events of its type are called. `skim`: it belongs to a skimmed iteration
+        (NOTE [skimmed iterations]): the rules that skip it there are not called either."""
         if self.dormant:
             return
-        rules = (self.quiet_by_event if quiet else self.by_event).get(type(event))
+        table = self.skim_by_event if skim else self.quiet_by_event if quiet else self.by_event
+        rules = table.get(type(event))
         if not rules:
             return
         new: list[Finding] = []

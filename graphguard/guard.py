@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
@@ -38,6 +39,9 @@ __all__ = ["GraphGuard", "StepLimitReached", "active_guards"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _COUNTER = itertools.count()
+# NOTE [skimmed iterations] (engine.py): in light mode, one window of iterations in this many is
+# judged in full by the step-level rules; a window is two iterations per optimizer that steps.
+SAMPLE_PERIOD = 8
 # The only global mutable state: the stack of active guards (innermost last).
 _ACTIVE: list["GraphGuard"] = []
 _STACK_TARGET = 512 * 1024 * 1024
@@ -254,6 +258,12 @@ class GraphGuard:
         self._pending_boundary = False
         self._in_backward = False
         self._step_site: tuple[Any, Site] | None = None  # (optimizer, site) of the step under way
+        # NOTE [skimmed iterations]: the iteration before which every iteration is judged in full
+        # (a non-quiet backward pushes it on), the optimizers seen stepping (a window holds two
+        # iterations per optimizer), and whether the step under way was skimmed at its start
+        self._full_until = 0
+        self._stepping: weakref.WeakSet = weakref.WeakSet()
+        self._skimmed_step = False
         self._quiet = QuietShapes()  # graph shapes every rule judged clean (NOTE [quiet events])
         # every installed hook is a handle whose undo is pushed here as soon as it is installed
         self._undo = ExitStack()
@@ -269,6 +279,10 @@ class GraphGuard:
         self.ctx = RuleContext(self.rec, self.clock, self._stamp_key, self._mark_key,
                                lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES))
         self.engine.attach(self.rec, self.ctx)
+        # which step-level events some rule still judges in a skimmed iteration
+        self._skim_listens_done = self.engine.skim_listens(BackwardDone)
+        self._skim_listens_step = self.engine.skim_listens(StepCall)
+        self._skim_listens_end = self.engine.skim_listens(StepDone)
 
     # ---- results the engine keeps ----------------------------------------------------------------
     @property
@@ -590,13 +604,18 @@ class GraphGuard:
             gc.disable()
         try:
             self.rec.busy = True
-            plain = quiet = False
+            plain = quiet = skim = False
             try:
                 call = self._prepare_backward(api, orig, args, kwargs)
-                # light mode: a plain call on a graph shape already judged (NOTE [quiet events])
-                if not self.rec.recording and self._quiet.plain(call, bool(self.rec.packs)):
-                    plain = True
-                    quiet = self._quiet.judged(call)
+                if not self.rec.recording:
+                    # light mode: a plain call on a graph shape already judged (NOTE [quiet events])
+                    if self._quiet.plain(call, bool(self.rec.packs)):
+                        plain = True
+                        quiet = self._quiet.judged(call)
+                    if quiet:
+                        skim = self._skimming()
+                    else:  # something new: this window is judged in full (NOTE [skimmed iterations])
+                        self._full_until = self.iteration + self._window()
             except Exception as err:
                 self._internal_error(err, "checking a backward call")
             finally:
@@ -605,7 +624,7 @@ class GraphGuard:
             marked = False
             if call is not None:
                 # may raise GraphMisuseError: before PyTorch, before any .grad
-                self._dispatch(call, quiet=quiet)
+                self._dispatch(call, quiet=quiet, skim=skim)
                 if plain and not quiet and len(self.findings) == reported:
                     self._quiet.remember(call)  # every rule judged this shape: nothing found
                 marked = failsafe(self._internal_error, "recording a backward call",
@@ -627,7 +646,12 @@ class GraphGuard:
             raise
         finally:
             self._in_backward = False
-        if call is not None:
+        if call is not None and skim and not self._skim_listens_done:
+            # a skimmed iteration: no rule judges the backward's end (NOTE [skimmed iterations])
+            if not call.retain_graph:
+                self._pending_boundary = True
+            call.scan = None
+        elif call is not None:
             self.rec.busy = True
             gc_paused = gc.isenabled()
             if gc_paused:
@@ -684,6 +708,26 @@ class GraphGuard:
                             self.backward_calls, self.iteration)
         self.backward_calls += 1
         return call
+
+    def _note_stepping(self, opt: Any) -> None:
+        try:
+            if opt not in self._stepping:
+                self._stepping.add(opt)
+        except TypeError:  # an optimizer that cannot be hashed or weakly referenced: one window
+            pass
+
+    def _window(self) -> int:
+        """Iterations in one window judged in full: two per optimizer seen stepping, so that a
+        rule following gradients sees each optimizer's step, its next backward and next step."""
+        return 2 * max(1, len(self._stepping))
+
+    def _skimming(self) -> bool:
+        """Whether this iteration is skimmed (NOTE [skimmed iterations]): light mode, no recent
+        non-quiet backward, and outside the sampled window of the current period."""
+        if self.rec.recording or self.iteration < self._full_until:
+            return False
+        w = self._window()
+        return self.iteration % (w * SAMPLE_PERIOD) >= w
 
     def _after_backward(self, call: BackwardCall) -> None:
         self._dispatch(BackwardDone(call.site, call), raising=False)
@@ -801,8 +845,16 @@ class GraphGuard:
     def _check_step(self, opt: Any, closure: bool = False) -> None:
         """Judge an optimizer step; `closure`: step(closure), checked after the closure's first
         call (rules that read gradients judge such a step once it is over)."""
+        if not closure and not self._skim_listens_step and self._skimming():
+            # a skimmed iteration: nobody judges this step (NOTE [skimmed iterations])
+            self._skimmed_step = True
+            self._step_site = None
+            self.rec.in_step = True
+            return
+        self._skimmed_step = False
         self.rec.busy = True
         try:
+            self._note_stepping(opt)
             self.rec.mark_optimizer_params(opt)
             event = StepCall(user_site(1), opt, closure=closure)
             # the post hook of this same step reuses the site (finding it costs ~10-30 us)
@@ -829,17 +881,23 @@ class GraphGuard:
             raise StepLimitReached(0)
 
     def _end_iteration(self, opt: Any, by_backward: bool = False) -> None:
+        skim, self._skimmed_step = self._skimmed_step and opt is not None, False
         self.iteration += 1
         if not by_backward:
             self.steps += 1
             self._pending_boundary = False
             pre, self._step_site = self._step_site, None
-            site = pre[1] if pre is not None and opt is not None and pre[0] is opt else user_site(1)
             try:
-                self._dispatch(StepDone(site, opt), raising=False)
+                if skim:  # its start was skimmed: the rules that judge every step's end only
+                    if self._skim_listens_end:  # (they take no site: finding one costs 5-30 us)
+                        self._dispatch(StepDone((), opt), raising=False, skim=True)
+                else:
+                    site = pre[1] if pre is not None and opt is not None and pre[0] is opt else user_site(1)
+                    self._dispatch(StepDone(site, opt), raising=False)
             except Exception as err:
                 self._internal_error(err, "ending an iteration")
-        if (self.record_iterations is not None and self.iteration >= self.record_iterations
+        if (self.rec.recording and self.record_iterations is not None
+                and self.iteration >= self.record_iterations
                 and not self._still_rearmed() and not self._before_first_step(by_backward)):
             self.set_recording(False)
 
@@ -855,8 +913,9 @@ class GraphGuard:
         return self.engine.still_rearmed()
 
     # ---- judging: the engine ----------------------------------------------------------------------
-    def _dispatch(self, event: Event, raising: bool = True, quiet: bool = False) -> None:
-        self.engine.dispatch(event, raising, quiet)
+    def _dispatch(self, event: Event, raising: bool = True, quiet: bool = False,
+                  skim: bool = False) -> None:
+        self.engine.dispatch(event, raising, quiet, skim)
 
     def _internal_error(self, err: BaseException, doing: str) -> None:
         self.engine.internal_error(err, doing)

@@ -127,7 +127,7 @@ FAULTS: dict[str, list[tuple[Any, str]]] = {
     "grad-read": [(Recorder, "on_grad_read")],
     "backward-prepare": [(GraphGuard, "_prepare_backward")],
     "graph-scan": [(guard_mod, "scan_graph")],
-    "graph-walk": [(scan_mod, "walk")],
+    "graph-walk": [(scan_mod, "GraphScan")],  # the walk and its reads, one loop
     "backward-marks": [(guard_mod, "Mark")],
     "step-pre-hook": [(Recorder, "mark_optimized")],  # also add_param_group
     "step-post-hook": [(GraphGuard, "_end_iteration")],

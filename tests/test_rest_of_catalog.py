@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from casekit import CASES, load_case, run_guarded
 from graphguard import GraphGuard, GraphMisuseError
+from graphguard.guard import SAMPLE_PERIOD
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 THIS = Path(__file__).resolve()
@@ -112,7 +113,9 @@ def test_gg010_after_many_correct_iterations():
             F.cross_entropy(model(torch.randn(8, 4)), torch.randint(0, 2, (8,))).backward()
             opt.step()
     (f,) = guard.findings
-    assert f.code == "GG010" and f.iteration == 30  # the first step on a sum
+    # the first step on a sum is 30; in light mode the step-level rules judge one window of two
+    # iterations per period (NOTE [skimmed iterations]): reported at the next window's second step
+    assert f.code == "GG010" and 30 <= f.iteration <= 30 + 2 * SAMPLE_PERIOD
 
 
 def test_gg101_leak_that_starts_in_light_mode_is_seen_soon():

@@ -59,7 +59,7 @@ class QuietShapes:
         if not self._shapes:
             return False
         scan = call.scan
-        types = frozenset(map(type, scan.nodes))
+        types = scan.types  # (a set: equal to a frozenset of the same types)
         ids = list(map(id, scan.leaves))
         for t, i, refs in self._shapes:
             if i == ids and t == types:
@@ -78,7 +78,7 @@ class QuietShapes:
             refs = [weakref.ref(v) for v in scan.leaves]
         except TypeError:  # a leaf that cannot be weakly referenced: never quiet
             return
-        shape = (frozenset(map(type, scan.nodes)), list(map(id, scan.leaves)), refs)
+        shape = (frozenset(scan.types), list(map(id, scan.leaves)), refs)
         if len(self._shapes) >= MAX_SHAPES:
             del self._shapes[0]
         self._shapes.append(shape)

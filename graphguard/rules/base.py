@@ -29,6 +29,11 @@ class Rule:
     # nothing and keep no state from them (NOTE [quiet events] in engine.py); the engine then
     # does not call it for those. Declare only what the rule's check proves.
     quiet_skip: ClassVar[tuple[type, ...]] = ()
+    # event types this rule may miss in a *skimmed* iteration (NOTE [skimmed iterations] in
+    # engine.py): its judgement needs only the iterations it does see, so a misuse that starts
+    # late is still reported, within one sampling period. Declare only step-level checks of
+    # silent misuse here, never a check that must come before PyTorch's own error.
+    skim_skip: ClassVar[tuple[type, ...]] = ()
 
     def check(self, event: Any, ctx: "RuleContext") -> Iterable[Finding] | None:
         raise NotImplementedError

@@ -67,6 +67,9 @@ class ParamWithoutGrad(Rule):
     summary = "an optimized parameter got no gradient: its path to the loss was cut or never made"
     template = "{name} is optimized but received no gradient: {why}. Fix: {fix}"
     events = (StepCall, StepDone, BackwardDone, ParamGroupAdded, GradRead, GuardExit)
+    # a parameter left without gradient trains silently: judging a sample of the steps is enough,
+    # and a skimmed iteration skips its backwards and its step alike (NOTE [skimmed iterations])
+    skim_skip = (StepCall, StepDone, BackwardDone)
 
     UNREACHED_STEPS = 2  # steps with .grad None before a partly unreached optimizer is reported
 

@@ -142,6 +142,7 @@ class UnregisteredParameter(Rule):
     events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit, EmptyOptimizer)
     # quiet: the same leaves were judged before (each is judged once)
     quiet_skip = (BackwardCall,)
+    skim_skip = (StepCall,)  # the leaves judged at a step persist: a sampled step sees them too
     supersedes = ("GG103",)  # its leaf is meant to be trained
 
     def __init__(self) -> None:

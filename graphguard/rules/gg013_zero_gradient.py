@@ -76,6 +76,7 @@ class ZeroGradient(Rule):
     events = (BackwardCall, StepCall, StepDone)
     # quiet: at backward it looks only while recording
     quiet_skip = (BackwardCall,)
+    skim_skip = (StepCall, StepDone)  # silent misuse, judged at sampled steps
 
     def __init__(self) -> None:
         self.behind: WeakIdMap[tuple] = WeakIdMap()  # param -> (op, site, iteration) of a zero op
