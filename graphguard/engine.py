@@ -21,6 +21,8 @@ __all__ = ["Engine", "REARM_ITERATIONS"]
 
 # Iterations of full recording, at most, after an error found in light mode (see rearm_for_details).
 REARM_ITERATIONS = 200
+# Iterations of full recording a rule gets when it asks for details (RuleContext.want_details).
+DETAIL_ITERATIONS = 4
 
 # NOTE [quiet events]
 # In light mode the same clean iteration repeats for a whole run, and the cost of judging it is
@@ -92,6 +94,7 @@ class Engine:
         # places (file, line) still waiting for that, and the iteration at which to give up.
         self.awaiting_details: set[tuple] = set()
         self.rearmed_until = 0
+        self.details_until = 0  # a rule asked for details: record up to this iteration
         # findings caught by an expect() block (a test that wants the misuse); innermost block last
         self.expected: list[Finding] = []
         self.expectations: list[Expectation] = []
@@ -101,7 +104,10 @@ class Engine:
         self.ctx = ctx
 
     def still_rearmed(self) -> bool:
-        """Whether recording stays on for a light-mode error whose creation line is still missing."""
+        """Whether recording stays on for a light-mode error whose creation line is still missing,
+        or because a rule asked for details."""
+        if self.clock.iteration < self.details_until:
+            return True
         if self.awaiting_details and self.clock.iteration < self.rearmed_until:
             return True
         self.awaiting_details.clear()
@@ -159,6 +165,14 @@ class Engine:
                 self.rearm_for_details(f)
         if errors:
             raise GraphMisuseError(self.render(errors), errors)
+
+    def request_details(self) -> None:
+        """A rule saw something in light mode that it reports only with details: record in full
+        for the next DETAIL_ITERATIONS iterations (RuleContext.want_details)."""
+        if self.rec is None or self.rec.recording:
+            return
+        self.details_until = self.clock.iteration + DETAIL_ITERATIONS
+        self.set_recording(True)
 
     def rearm_for_details(self, f: Finding) -> None:
         """Details (creation lines, cuts) need full recording: an error found in light mode

@@ -277,7 +277,8 @@ class GraphGuard:
                             self._stamp_key, self.clock)
         self._mode = GuardMode(self.rec)
         self.ctx = RuleContext(self.rec, self.clock, self._stamp_key, self._mark_key,
-                               lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES))
+                               lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES),
+                               self.engine.request_details)
         self.engine.attach(self.rec, self.ctx)
         # which step-level events some rule still judges in a skimmed iteration
         self._skim_listens_done = self.engine.skim_listens(BackwardDone)

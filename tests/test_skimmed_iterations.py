@@ -103,6 +103,37 @@ def test_two_optimizers_with_detached_fakes_stay_silent():
     assert guard.findings == []
 
 
+# ---- a parameter group added at iteration 200 that the loss never reaches ------------------------
+def train_group_added_at_200(kept: list, iterations: int = 240) -> None:
+    model = small_model()
+    torch.manual_seed(1)
+    extra = nn.Linear(8, 1)
+    kept.append((extra, extra.weight.detach().clone()))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for it in range(iterations):
+        if it == 200:
+            opt.add_param_group({"params": extra.parameters()})
+        x, y = torch.randn(16, 4), torch.randn(16, 1)
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()  # EXTRA-STEP
+
+
+def test_plain_torch_never_trains_the_late_group():
+    kept: list = []
+    train_group_added_at_200(kept)
+    ((extra, before),) = kept
+    assert extra.weight.grad is None and torch.equal(extra.weight.detach(), before)
+
+
+def test_late_unreached_group_is_reported_in_light_mode():
+    with GraphGuard(mode="collect") as guard:
+        train_group_added_at_200([])
+    found = [(f.code, f.subject.name, f.location.line) for f in guard.findings]
+    assert found == [("GG008", "extra", line_of("EXTRA-STEP"))]
+    assert 200 <= guard.findings[0].iteration <= 200 + 2 * SAMPLE_PERIOD
+
+
 # ---- misuse PyTorch crashes on, in a skimmed iteration --------------------------------------------
 def train_stale_from(start: int, iterations: int) -> None:
     model = small_model()

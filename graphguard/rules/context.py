@@ -63,12 +63,15 @@ class RuleContext:
         findings: the findings reported so far.
         steps: optimizer steps seen so far.
         supersedes: rule code -> the codes of the rules that supersede it (`Rule.supersedes`).
+        want_details: switches full recording on for a few iterations (`want_details`).
     """
 
     def __init__(self, rec: Recorder, clock: Clock, stamp_key: str, mark_key: str,
                  findings: Callable[[], list[Finding]], steps: Callable[[], int],
-                 supersedes: Mapping[str, frozenset[str]]) -> None:
+                 supersedes: Mapping[str, frozenset[str]],
+                 want_details: Callable[[], None] | None = None) -> None:
         self._rec = rec
+        self._want_details = want_details
         self._clock = clock
         self.stamp_key = stamp_key  # node.metadata key of the Stamp written when a node is made
         self.mark_key = mark_key  # node.metadata key of the Mark written by a backward
@@ -94,6 +97,12 @@ class RuleContext:
     def recording_details(self) -> bool:
         """Whether full recording (creation lines, cuts, .grad reads) is on (off: light mode)."""
         return self._rec.recording
+
+    def want_details(self) -> None:
+        """Ask for full recording over the next few iterations: the rule saw a misuse in light
+        mode that it can only report with names and lines, and reports its next occurrence."""
+        if self._want_details is not None and not self._rec.recording:
+            self._want_details()
 
     def in_optimizer_step(self) -> bool:
         """Whether the event happens inside optimizer.step() (its no_grad updates are not misuse)."""

@@ -85,6 +85,7 @@ class ParamWithoutGrad(Rule):
         self.none_steps: WeakIdMap[int] = WeakIdMap()  # param -> steps judged with .grad None
         self.reached: WeakIdMap[bool] = WeakIdMap()  # param -> got a gradient at some step
         self.reported: WeakIdMap[bool] = WeakIdMap()  # param -> already reported as unreached
+        self.asked: WeakIdMap[bool] = WeakIdMap()  # param -> details asked for it (light mode)
         self.last_leaves: list[Any] = []
         self.read_reported: WeakIdMap[int] = WeakIdMap()  # param -> backward count when its read was
         # the last `.grad` read of an optimized parameter that returned None after a backward:
@@ -183,8 +184,17 @@ class ParamWithoutGrad(Rule):
             out.extend(self._frozen_later(ctx, event, frozen_later))
         for members, cuts in self._by_cut_module(ctx, cut):
             out.append(self._cut_finding(ctx, event, members, cuts))
-        if unreached and not out and not cut and ctx.recording_details():
-            out.extend(self._unreached(ctx, event, unreached, trainable))
+        if unreached and not out and not cut:
+            if ctx.recording_details():
+                out.extend(self._unreached(ctx, event, unreached, trainable))
+            else:
+                # light mode (a parameter group added late, a layer first called late): naming
+                # the parameters needs recording; the next steps report them (once per parameter)
+                new = [p for p in unreached if p not in self.reported and p not in self.asked]
+                if new:
+                    for p in new:
+                        self.asked[p] = True
+                    ctx.want_details()
         return out
 
     def _still_filled(self, opt: Any, params: list[Any]) -> bool:
