@@ -753,14 +753,13 @@ class GraphGuard:
     def _mark_nodes(self, call: BackwardCall, mark: Mark) -> None:
         """Every walked node remembers this backward (GG001/GG003/GG004/GG102 read it later)."""
         key = self._mark_key
-        for node in call.scan.nodes:
-            node.metadata[key] = mark
+        for md in call.scan.metadata:  # the nodes' own dicts, as the scan read them
+            md[key] = mark
 
     def _unmark(self, call: BackwardCall) -> None:
         """Take this backward's marks back (it raised): each node keeps the mark it had before."""
         key, marks = self._mark_key, call.scan.marks
-        for node, before in zip(call.scan.nodes, marks):
-            md = node.metadata
+        for md, before in zip(call.scan.metadata, marks):
             if before is None:
                 md.pop(key, None)
             else:

@@ -32,6 +32,9 @@ class GraphScan:
         # `marks` for them in every rule would cost a pass over the graph each)
         self.marked_index: list[int] = []
         self.types: set[type] = set()  # the node types met (the quiet test's shape, capture/quiet.py)
+        # each node's metadata dict, as read: the marks are written into them after the rules
+        # (reading `node.metadata` again is a C call per node)
+        self.metadata: list[dict] = []
         # One loop walks the graph breadth-first and reads each node as it goes: this runs for
         # every node before every backward, right after the forward has flushed the caches, so
         # every pass over the nodes counts (a walk, then a scan, then a pass for the types cost
@@ -42,6 +45,7 @@ class GraphScan:
         custom, acc = _BackwardCFunction, _AccumulateGrad
         stamps, marks, leaves = self.stamps, self.marks, self.leaves
         leaf_index, marked_index, types = self.leaf_index, self.marked_index, self.types
+        mds = self.metadata
         nodes, parent = w.nodes, w.parent
         seen: set[int] = set()
         add = seen.add
@@ -54,6 +58,7 @@ class GraphScan:
         while i < n:
             node = nodes[i]
             md = node.metadata
+            mds.append(md)
             if md:
                 stamps.append(md.get(stamp_key))
                 mark = md.get(mark_key)
