@@ -136,6 +136,11 @@ def _hidden_from_dynamo(fn: F) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         if "torch._dynamo" not in sys.modules:
             return fn(*args, **kwargs)
+        if _DYNAMO_SKIPS_ADDED and _eval_frame_callback() is None:
+            # Dynamo is loaded but no compiled region is running (its frame callback is unset):
+            # nothing can be traced, so no need to pay for disable()'s context at every call.
+            # (Only once graphguard's modules are skipped: Dynamo must never trace this check.)
+            return fn(*args, **kwargs)
         hidden = call.__dict__.get("_graphguard_hidden")
         if hidden is None:
             import torch._dynamo
@@ -147,6 +152,17 @@ def _hidden_from_dynamo(fn: F) -> F:
 
 
 _DYNAMO_SKIPS_ADDED = False
+
+
+_GET_CALLBACK = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None),
+                        "get_eval_frame_callback", None)
+
+
+def _eval_frame_callback() -> Any:
+    """Dynamo's frame callback (None outside compiled code); never None if it cannot be read."""
+    if _GET_CALLBACK is None:  # a torch without it: always hide
+        return True
+    return _GET_CALLBACK()
 
 
 def _keep_dynamo_out() -> None:
