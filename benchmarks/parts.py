@@ -1,8 +1,9 @@
 """Where GraphGuard's steady-state cost goes: one guard, parts switched off step by step.
 
-Inside one guard in light mode, each timed step runs with the whole guard on, with it off
-(dormant), or with one part off (the pre-backward saved-value check, the rules, the marks written
-after backward, the whole backward check); the variants alternate step by step
+Inside one guard in light mode, each timed step runs as the plain loop (the guard's backward
+wrappers and step hooks taken out), with the whole guard on, with it off (dormant: its wrappers
+still called), or with one part off (the pre-backward saved-value check, the rules, the marks,
+the whole backward check); the variants alternate step by step
 in a shuffled order, so that a machine whose load drifts (2 shared cores) hits all of them alike.
 The difference of medians is each part's marginal cost per step. A tool for profiling, not a
 budget check (overhead.py is).
@@ -23,6 +24,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+import torch.optim.optimizer as optim_module  # noqa: E402
 
 import graphguard.guard as guard_module  # noqa: E402
 from graphguard import GraphGuard  # noqa: E402
@@ -30,7 +32,7 @@ from workloads import WORKLOADS  # noqa: E402
 
 __all__ = ["measure_parts"]
 
-PARTS = ["off", "on", "no_saved_check", "no_rules", "no_marks", "no_backward_check"]
+PARTS = ["plain", "off", "on", "no_saved_check", "no_rules", "no_marks", "no_backward_check"]
 
 
 def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
@@ -39,6 +41,7 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         raise RuntimeError("the guard is recording: parts are measured in light mode")
     if part == "off":
         g._dormant = True
+    unplug = _unplugged(g) if part == "plain" else None
     adopt = guard_module.adopt_modified_saved
     if part == "no_saved_check":
         guard_module.adopt_modified_saved = lambda nodes, unpack, adopt, *skip: 0
@@ -52,6 +55,8 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         g._backward = lambda api, orig, args, kwargs: orig(*args, **kwargs)  # type: ignore[method-assign]
 
     def undo() -> None:
+        if unplug is not None:
+            unplug()
         guard_module.adopt_modified_saved = adopt
         g.__dict__.pop("_mark_nodes", None)
         g._dormant = False
@@ -60,6 +65,26 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         g.__dict__.pop("_backward", None)
 
     return undo
+
+
+def _unplugged(g: GraphGuard) -> Callable[[], None]:
+    """The plain loop inside the guard: its backward wrappers and step hooks taken out (the
+    dormant guard, "off", still pays for being called); returns what plugs them back in."""
+    wrapped = {name: getattr(torch.autograd, name) for name in ("backward", "grad")}
+    for name, fn in wrapped.items():
+        setattr(torch.autograd, name, fn.__graphguard_original__)
+    hooks = (optim_module._global_optimizer_pre_hooks, optim_module._global_optimizer_post_hooks)
+    saved = [dict(h) for h in hooks]
+    for h in hooks:
+        h.clear()
+
+    def plug() -> None:
+        for name, fn in wrapped.items():
+            setattr(torch.autograd, name, fn)
+        for h, before in zip(hooks, saved):
+            h.update(before)
+
+    return plug
 
 
 def measure_parts(name: str, steps: int, warmup: int = 12) -> dict[str, Any]:
@@ -83,9 +108,9 @@ def measure_parts(name: str, steps: int, warmup: int = 12) -> dict[str, Any]:
                 undo()
         findings = [f.code for f in g.findings]
     med = {p: statistics.median(v) for p, v in times.items()}
-    return {"workload": name, "off_ms": med["off"] * 1e3, "on_ratio": med["on"] / med["off"],
-            "guard_us": (med["on"] - med["off"]) * 1e6,
-            "parts_us": {p: (med["on"] - med[p]) * 1e6 for p in PARTS[2:]}, "findings": findings}
+    return {"workload": name, "plain_ms": med["plain"] * 1e3, "on_ratio": med["on"] / med["plain"],
+            "off_ratio": med["off"] / med["plain"], "guard_us": (med["on"] - med["plain"]) * 1e6,
+            "parts_us": {p: (med["on"] - med[p]) * 1e6 for p in PARTS[3:]}, "findings": findings}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.workloads.split(","):
         r = measure_parts(name, args.steps)
         parts = "  ".join(f"{p} {v:+.0f} us" for p, v in r["parts_us"].items())
-        print(f"{name:12s} plain {r['off_ms']:.3f} ms  guard {r['on_ratio']:.3f}x "
-              f"({r['guard_us']:+.0f} us/step)  of which: {parts}  findings {r['findings']}")
+        print(f"{name:12s} plain {r['plain_ms']:.3f} ms  guard {r['on_ratio']:.3f}x "
+              f"({r['guard_us']:+.0f} us/step; dormant {r['off_ratio']:.3f}x)  of which: {parts}  "
+              f"findings {r['findings']}")
     return 0
 
 
