@@ -58,7 +58,9 @@ class ParamWithoutGrad(Rule):
     Parameters with `requires_grad=False` (deliberately frozen) are never reported. With
     `optimizer.step(closure)` the parameters are judged after the step, once the closure has
     computed the gradients. A parameter that gets gradients only every few steps (alternating
-    heads) is reported as unreached only if it got none at its first two steps.
+    heads) is reported as unreached only if it got none at its first two steps. After the first
+    iterations the steps are judged on a sample (one window of iterations in eight): a parameter
+    group added late that the loss never reaches is reported a few steps later.
     """
 
     code = "GG008"

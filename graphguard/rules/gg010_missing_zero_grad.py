@@ -65,7 +65,10 @@ class MissingZeroGrad(Rule):
     ## Known problems
     A gradient zeroed through `.data` (`p.grad.data.zero_()`) is recognised by its value, so a
     parameter whose gradient was exactly zero looks zeroed. Manual updates are seen only while
-    the guard records in full (the first iterations), which is when this shows.
+    the guard records in full (the first iterations), which is when this shows. After those
+    iterations the steps are judged on a sample (a window of two iterations per optimizer in
+    every eight windows), so a `zero_grad()` that goes missing late in a run is reported within
+    about sixteen steps per optimizer, not at the first one.
     """
 
     code = "GG010"
