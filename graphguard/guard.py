@@ -18,6 +18,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 
 from .capture.backward import bind_backward, materialize_iterators
 from .capture.checkpoint import install_checkpoint_hook
+from .capture.marks import SequenceMarks, sequence_counter
 from .capture.mode import GuardMode
 from .capture.quiet import QuietShapes
 from .capture.recorder import Recorder
@@ -179,11 +180,23 @@ def _keep_dynamo_out() -> None:
     try:
         from torch._dynamo import trace_rules
 
+        names, paths = [], []
         for name, mod in list(sys.modules.items()):
             path = getattr(mod, "__file__", None) or ""
             # packages would add their whole directory, mode.py included: modules only
             if (name.startswith("graphguard.") and name != "graphguard.capture.mode"
                     and path.endswith(".py") and not path.endswith("__init__.py")):
+                names.append(name)
+                paths.append(path)
+        skip_dirs = getattr(trace_rules, "SKIP_DIRS", None)
+        recompile = getattr(trace_rules, "_recompile_re", None)
+        if isinstance(skip_dirs, list) and callable(recompile):
+            # what trace_rules.add does per module, once for all: add() rebuilds the skip regex
+            # at every call (~5 ms each, half a second for graphguard's modules at guard entry)
+            skip_dirs.extend(p for p in paths if p not in skip_dirs)
+            recompile()
+        else:
+            for name in names:
                 trace_rules.add(name)
     except Exception:  # an older or newer Dynamo without trace_rules.add: compile still works
         pass
@@ -278,6 +291,11 @@ class GraphGuard:
         # (a non-quiet backward pushes it on), the optimizers seen stepping (a window holds two
         # iterations per optimizer), and whether the step under way was skimmed at its start
         self._full_until = 0
+        # NOTE [marks by sequence number] (capture/marks.py): the marks of light-mode backwards
+        # that freed their graph, by range, and the number from which on nodes carry nothing
+        # (None: every node is read, as while recording)
+        self._seq_marks = SequenceMarks()
+        self._fresh_from: int | None = None
         self._stepping: weakref.WeakSet = weakref.WeakSet()
         self._skimmed_step = False
         self._quiet = QuietShapes()  # graph shapes every rule judged clean (NOTE [quiet events])
@@ -294,7 +312,7 @@ class GraphGuard:
         self._mode = GuardMode(self.rec)
         self.ctx = RuleContext(self.rec, self.clock, self._stamp_key, self._mark_key,
                                lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES),
-                               self.engine.request_details)
+                               self.engine.request_details, self._seq_marks)
         self.engine.attach(self.rec, self.ctx)
         # which step-level events some rule still judges in a skimmed iteration
         self._skim_listens_done = self.engine.skim_listens(BackwardDone)
@@ -583,6 +601,8 @@ class GraphGuard:
             n = torch._C._len_torch_function_stack()
             if n and torch._C._get_function_stack_at(n - 1) is self._mode:
                 torch._C._pop_torch_function_stack()
+            # nodes made while recording carry stamps: from here on, new nodes carry nothing
+            self._fresh_from = sequence_counter() if sequence_counter is not None else None
         self._set_saved_hooks(on)
 
     # ---- backward ------------------------------------------------------------------------------
@@ -704,7 +724,13 @@ class GraphGuard:
             # no optimizer seen: each graph-freeing backward closes an iteration (DESIGN.md)
             self._end_iteration(None, by_backward=True)
         self.rec.mark_used(inputs)
-        scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
+        counter = sequence_counter() if sequence_counter is not None else None
+        if self.rec.recording or self._fresh_from is None:
+            scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
+        else:  # light mode: nodes made since the last backward are not read
+            scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk,
+                              self._fresh_from, self._seq_marks)
+        scan.counter = counter
         self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         if not self.rec.saved_hooks_on:
             # light mode: PyTorch's own version check, read now, before PyTorch runs (GG005)
@@ -767,15 +793,34 @@ class GraphGuard:
         return True
 
     def _mark_nodes(self, call: BackwardCall, mark: Mark) -> None:
-        """Every walked node remembers this backward (GG001/GG003/GG004/GG102 read it later)."""
-        key = self._mark_key
-        for md in call.scan.metadata:  # the nodes' own dicts, as the scan read them
-            md[key] = mark
+        """Every walked node remembers this backward (GG001/GG003/GG004/GG102 read it later):
+        in its metadata, or, for the fresh nodes of a graph this backward frees, by their
+        sequence numbers (NOTE [marks by sequence number] in capture/marks.py)."""
+        key, scan = self._mark_key, call.scan
+        mds = scan.metadata
+        if scan.fresh:
+            if call.retain_graph:  # a retained graph may be used again: exact marks on each node
+                nodes = scan.nodes
+                for i in scan.fresh:
+                    mds[i] = nodes[i].metadata
+            else:
+                self._seq_marks.add(scan.fresh_lo, scan.fresh_hi, mark)
+                scan.range_mark = mark
+        for md in mds:  # the nodes' own dicts, as the scan read them
+            if md is not None:
+                md[key] = mark
+        if scan.counter is not None:
+            # every node of this graph is older than the number read before the walk
+            self._fresh_from = scan.counter
 
     def _unmark(self, call: BackwardCall) -> None:
         """Take this backward's marks back (it raised): each node keeps the mark it had before."""
         key, marks = self._mark_key, call.scan.marks
+        if call.scan.range_mark is not None:
+            self._seq_marks.drop(call.scan.range_mark)
         for md, before in zip(call.scan.metadata, marks):
+            if md is None:
+                continue
             if before is None:
                 md.pop(key, None)
             else:

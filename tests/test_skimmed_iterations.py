@@ -202,3 +202,84 @@ def test_most_light_iterations_are_skimmed():
     light = [it for it in calls if it >= 2]
     # one window of 2 iterations per period of 2 * SAMPLE_PERIOD: about 1 step in SAMPLE_PERIOD
     assert 158 // SAMPLE_PERIOD - 4 <= len(light) <= 158 // SAMPLE_PERIOD + 4, light
+
+
+# ---- marks kept by sequence number (NOTE [marks by sequence number] in capture/marks.py) -----------
+def train_gan_interleaved(loops: int = 120) -> None:
+    """The critic sees the real batch before the generator runs: the generator's nodes are made
+    inside the window of the critic's backward, which never reaches them (fake.detach())."""
+    gen, critic = small_model(1), small_model(2)
+    opt_g = torch.optim.SGD(gen.parameters(), lr=1e-3)
+    opt_d = torch.optim.SGD(critic.parameters(), lr=1e-3)
+    for _ in range(loops):
+        x = torch.randn(16, 4)
+        opt_d.zero_grad()
+        d_real = critic(x).mean()
+        fake = torch.cat([x[:, :3], gen(x)], 1)
+        d_loss = critic(fake.detach()).mean() - d_real
+        d_loss.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        (-critic(fake).mean()).backward()
+        opt_g.step()
+
+
+def test_graph_made_inside_another_backwards_window_is_not_stale():
+    with GraphGuard(mode="collect") as guard:
+        train_gan_interleaved()
+    assert guard.findings == []
+
+
+def train_reused_loss(start: int, iterations: int) -> None:
+    model = small_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    kept = None
+    for it in range(iterations):
+        opt.zero_grad()
+        loss = F.mse_loss(model(torch.randn(16, 4)), torch.randn(16, 1))
+        if it == start:
+            kept = loss  # KEPT: this iteration's loss, with its graph
+        total = loss if kept is None or it == start else loss + kept
+        total.backward()  # KEPT-BACKWARD
+        opt.step()
+
+
+def test_plain_torch_crashes_on_the_kept_loss():
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        train_reused_loss(100, 103)
+
+
+def test_loss_kept_from_a_range_marked_backward_is_reported_before_the_crash():
+    # the graph of iteration 100 was freed by a light-mode backward that kept its mark by range
+    with pytest.raises(GraphMisuseError) as info:
+        with GraphGuard():
+            train_reused_loss(100, 103)
+    (f,) = info.value.findings
+    assert (f.code, f.subject.name, f.location.line, f.iteration) == (
+        "GG001", "kept", line_of("KEPT-BACKWARD"), 101)
+    assert f.before_crash is True
+
+
+def test_sequence_marks_find_drop_and_stay_bounded():
+    from graphguard.capture.marks import MAX_RANGES, SequenceMarks
+    from graphguard.capture.state import Mark
+    from graphguard.model import Frame
+
+    site = (Frame("train.py", 12, "main"),)
+    marks = SequenceMarks()
+    first = Mark(0, 0, site, False)
+    marks.add(10, 19, first)
+    marks.add(25, 30, Mark(1, 1, site, False))
+    assert marks.find(9) is None and marks.find(20) is None and marks.find(31) is None
+    assert marks.find(10) == first and marks.find(19) == first
+    assert marks.find(27).iteration == 1
+    marks.add(28, 40, Mark(2, 2, site, False))  # overlaps the last range: ignored
+    assert marks.find(35) is None
+    last = Mark(3, 3, site, False)
+    marks.add(50, 60, last)
+    marks.drop(last)  # its backward raised: taken back
+    assert marks.find(55) is None and len(marks) == 2
+    for k in range(3 * MAX_RANGES):
+        marks.add(100 + 10 * k, 105 + 10 * k, Mark(k, k, site, False))
+    assert len(marks) <= MAX_RANGES
+    assert marks.find(100 + 10 * (3 * MAX_RANGES - 1)).iteration == 3 * MAX_RANGES - 1

@@ -6,10 +6,12 @@ from typing import Any
 import torch
 
 from .graph import Walk, is_freed, saved_attrs
+from .marks import SequenceMarks
 from .state import Mark, Stamp
 
 __all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "saved_freed", "sequence_now"]
 
+MAX_CONFIRM_READS = 64  # candidates of one range read for freed buffers (NOTE in capture/marks.py)
 MAX_UNMARKED_READS = 4096  # unrecorded old nodes read for freed buffers before a backward
 _BackwardCFunction = torch.autograd.function.BackwardCFunction  # custom Functions' nodes
 # the node type that writes .grad of a leaf (its `variable`), looked up once
@@ -19,7 +21,8 @@ _AccumulateGrad = type(torch.empty(0, requires_grad=True).view(-1).grad_fn.next_
 class GraphScan:
     """What a pre-backward walk found. Holds node wrappers: drop it when the backward is done."""
 
-    def __init__(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int) -> None:
+    def __init__(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int,
+                 fresh_from: int | None = None, seq_marks: SequenceMarks | None = None) -> None:
         self.walk = w = Walk()
         self.stamps: list[Stamp | None] = []
         self.marks: list[Mark | None] = []
@@ -33,8 +36,15 @@ class GraphScan:
         self.marked_index: list[int] = []
         self.types: set[type] = set()  # the node types met (the quiet test's shape, capture/quiet.py)
         # each node's metadata dict, as read: the marks are written into them after the rules
-        # (reading `node.metadata` again is a C call per node)
-        self.metadata: list[dict] = []
+        # (reading `node.metadata` again is a C call per node); None for a fresh node, whose
+        # metadata was not read (NOTE [marks by sequence number] in capture/marks.py)
+        self.metadata: list[dict | None] = []
+        # the fast scan's fresh nodes: walk indices, and the range of their sequence numbers
+        self.fresh: list[int] = []
+        self.fresh_lo = self.fresh_hi = -1
+        self.fast = fresh_from is not None
+        self.counter: int | None = None  # the sequence counter before the walk (set by the guard)
+        self.range_mark: Mark | None = None  # this backward's Mark kept by range (guard.py)
         # One loop walks the graph breadth-first and reads each node as it goes: this runs for
         # every node before every backward, right after the forward has flushed the caches, so
         # every pass over the nodes counts (a walk, then a scan, then a pass for the types cost
@@ -54,21 +64,75 @@ class GraphScan:
                 add(id(r))
                 nodes.append(r)
                 parent.append(-1)
+        if fresh_from is not None:
+            self._scan_fast(fresh_from, seq_marks, stamp_key, mark_key, limit, seen)
+        else:
+            i, n = 0, len(nodes)
+            while i < n:
+                node = nodes[i]
+                md = node.metadata
+                mds.append(md)
+                if md:
+                    stamps.append(md.get(stamp_key))
+                    mark = md.get(mark_key)
+                else:  # nothing recorded (light mode, or made before the guard)
+                    stamps.append(None)
+                    mark = None
+                marks.append(mark)
+                t = type(node)
+                types.add(t)
+                if t is acc:
+                    leaf_index.add(i)
+                    leaf = node.variable
+                    if leaf is not None:
+                        leaves.append(leaf)
+                        par = parent[i]
+                        if par >= 0 and isinstance(nodes[par], custom):
+                            self.function_inputs.append(leaf)
+                else:
+                    if mark is not None:
+                        marked_index.append(i)
+                    for nxt, _ in node.next_functions:
+                        if nxt is not None and id(nxt) not in seen:
+                            if n >= limit:
+                                w.truncated = True
+                                break
+                            add(id(nxt))
+                            nodes.append(nxt)
+                            parent.append(i)
+                            n += 1
+                i += 1
+        self._freed: dict[int, bool] = {}
+        # (freed node, topmost node made before the guard above it): a graph consumed by a
+        # backward the guard never saw; set by the guard before the rules judge the call
+        self.unmarked_freed: tuple[int, int] | None = None
+
+    def _scan_fast(self, fresh_from: int, seq_marks: SequenceMarks | None, stamp_key: str,
+                   mark_key: str, limit: int, seen: set[int]) -> None:
+        """The light-mode scan (NOTE [marks by sequence number]): the same walk, but a node made
+        since the last backward (sequence number >= `fresh_from`) is read for its number only;
+        an older one as in the full scan, and if it has no mark in its metadata, its number is
+        looked up among the range-marked backwards (confirmed below)."""
+        w = self.walk
+        custom, acc = _BackwardCFunction, _AccumulateGrad
+        stamps, marks, leaves = self.stamps, self.marks, self.leaves
+        leaf_index, marked_index, types = self.leaf_index, self.marked_index, self.types
+        mds, fresh = self.metadata, self.fresh
+        nodes, parent = w.nodes, w.parent
+        add = seen.add
+        find = seq_marks.range_of if seq_marks else None
+        candidates: list[tuple[int, int]] = []  # (walk index, range index)
+        lo, hi = -1, -1
         i, n = 0, len(nodes)
         while i < n:
             node = nodes[i]
-            md = node.metadata
-            mds.append(md)
-            if md:
-                stamps.append(md.get(stamp_key))
-                mark = md.get(mark_key)
-            else:  # nothing recorded (light mode, or made before the guard)
-                stamps.append(None)
-                mark = None
-            marks.append(mark)
             t = type(node)
             types.add(t)
             if t is acc:
+                md = node.metadata  # a leaf's accumulator lives across iterations: marks stay on it
+                mds.append(md)
+                stamps.append(md.get(stamp_key) if md else None)
+                marks.append(md.get(mark_key) if md else None)
                 leaf_index.add(i)
                 leaf = node.variable
                 if leaf is not None:
@@ -76,23 +140,69 @@ class GraphScan:
                     par = parent[i]
                     if par >= 0 and isinstance(nodes[par], custom):
                         self.function_inputs.append(leaf)
+                i += 1
+                continue
+            try:
+                seq = node._sequence_nr()
+            except Exception:  # a node type without a number: read it as an old one
+                seq = -1
+            if seq >= fresh_from:
+                mds.append(None)
+                stamps.append(None)
+                marks.append(None)
+                fresh.append(i)
+                if lo < 0 or seq < lo:
+                    lo = seq
+                if seq > hi:
+                    hi = seq
             else:
+                md = node.metadata
+                mds.append(md)
+                if md:
+                    stamps.append(md.get(stamp_key))
+                    mark = md.get(mark_key)
+                else:
+                    stamps.append(None)
+                    mark = None
+                if mark is None and find is not None and seq >= 0:
+                    r = find(seq)
+                    if r >= 0:
+                        candidates.append((i, r))
+                marks.append(mark)
                 if mark is not None:
                     marked_index.append(i)
-                for nxt, _ in node.next_functions:
-                    if nxt is not None and id(nxt) not in seen:
-                        if n >= limit:
-                            w.truncated = True
-                            break
-                        add(id(nxt))
-                        nodes.append(nxt)
-                        parent.append(i)
-                        n += 1
+            for nxt, _ in node.next_functions:
+                if nxt is not None and id(nxt) not in seen:
+                    if n >= limit:
+                        w.truncated = True
+                        break
+                    add(id(nxt))
+                    nodes.append(nxt)
+                    parent.append(i)
+                    n += 1
             i += 1
-        self._freed: dict[int, bool] = {}
-        # (freed node, topmost node made before the guard above it): a graph consumed by a
-        # backward the guard never saw; set by the guard before the rules judge the call
-        self.unmarked_freed: tuple[int, int] | None = None
+        self.fresh_lo, self.fresh_hi = lo, hi
+        if candidates:
+            self._confirm(candidates, seq_marks)
+
+    def _confirm(self, candidates: list[tuple[int, int]], seq_marks: SequenceMarks) -> None:
+        """Old nodes whose number lies in a range-marked backward's range: that backward ran
+        through them if one of them (of the same range) has its saved tensors freed; then each
+        gets the backward's Mark, as if it had been written on it."""
+        by_range: dict[int, list[int]] = {}
+        for i, r in candidates:
+            by_range.setdefault(r, []).append(i)
+        nodes, marks = self.walk.nodes, self.marks
+        added = False
+        for r, members in by_range.items():
+            if any(is_freed(nodes[i]) for i in members[:MAX_CONFIRM_READS]):
+                m = seq_marks.mark_at(r)
+                for i in members:
+                    marks[i] = m
+                    self.marked_index.append(i)
+                added = True
+        if added:
+            self.marked_index.sort()  # walk order, as the rules expect
 
     @property
     def nodes(self) -> list[Any]:
@@ -204,7 +314,9 @@ def sequence_now() -> int:
         return torch.empty(0, requires_grad=True).view(-1).grad_fn._sequence_nr() + 1
 
 
-def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: int) -> GraphScan:
-    """Walk the graph behind `roots` and read graphguard's stamps and marks."""
+def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: int,
+               fresh_from: int | None = None, seq_marks: SequenceMarks | None = None) -> GraphScan:
+    """Walk the graph behind `roots` and read graphguard's stamps and marks. With `fresh_from`
+    (light mode), nodes numbered from it on are not read (NOTE [marks by sequence number])."""
     fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-    return GraphScan(fns, stamp_key, mark_key, limit)
+    return GraphScan(fns, stamp_key, mark_key, limit, fresh_from, seq_marks)

@@ -12,8 +12,9 @@ from ..lookup.names import NameHit, find_name, find_names, find_objects, live_us
 from ..lookup.origins import made_name, origin_of, origin_of_name
 from ..lookup.source import assigned_targets
 from ..capture.graph import summarize
+from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
-from ..capture.state import Cut, InplaceRecord, LeafRecord, LeafSite, Packed, Stamp
+from ..capture.state import Cut, InplaceRecord, LeafRecord, LeafSite, Mark, Packed, Stamp
 from ..events import Clock, Event
 from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 
@@ -64,14 +65,17 @@ class RuleContext:
         steps: optimizer steps seen so far.
         supersedes: rule code -> the codes of the rules that supersede it (`Rule.supersedes`).
         want_details: switches full recording on for a few iterations (`want_details`).
+        seq_marks: the marks kept by sequence number (`mark_of`; capture/marks.py).
     """
 
     def __init__(self, rec: Recorder, clock: Clock, stamp_key: str, mark_key: str,
                  findings: Callable[[], list[Finding]], steps: Callable[[], int],
                  supersedes: Mapping[str, frozenset[str]],
-                 want_details: Callable[[], None] | None = None) -> None:
+                 want_details: Callable[[], None] | None = None,
+                 seq_marks: SequenceMarks | None = None) -> None:
         self._rec = rec
         self._want_details = want_details
+        self._seq_marks = seq_marks
         self._clock = clock
         self.stamp_key = stamp_key  # node.metadata key of the Stamp written when a node is made
         self.mark_key = mark_key  # node.metadata key of the Mark written by a backward
@@ -97,6 +101,20 @@ class RuleContext:
     def recording_details(self) -> bool:
         """Whether full recording (creation lines, cuts, .grad reads) is on (off: light mode)."""
         return self._rec.recording
+
+    def mark_of(self, node: Any, md: dict | None = None) -> Mark | None:
+        """The Mark of the last backward that ran through `node` (its metadata `md`, if already
+        read), also when that backward kept it by sequence number (NOTE [marks by sequence
+        number] in capture/marks.py: there it is the backward whose range holds the node, which
+        a node of the same window that it never reached shares)."""
+        m = (node.metadata if md is None else md).get(self.mark_key)
+        if m is None and self._seq_marks is not None and len(self._seq_marks):
+            try:
+                seq = node._sequence_nr()
+            except Exception:
+                return None
+            m = self._seq_marks.find(seq)
+        return m
 
     def want_details(self) -> None:
         """Ask for full recording over the next few iterations: the rule saw a misuse in light

@@ -135,12 +135,12 @@ class GraphLeak(Rule):
         return out
 
     def _judge(self, h: Holder, ctx: RuleContext, it: int, budget: list[int]) -> _Verdict | None:
-        stamp_key, mark_key = ctx.stamp_key, ctx.mark_key
+        stamp_key = ctx.stamp_key
         seen_key, leak_key = stamp_key + ".seen", stamp_key + ".leak"
         latest = it - 1  # the iteration that just ended
         roots = []
         for t in h.tensors:
-            m = t.grad_fn.metadata.get(mark_key)
+            m = ctx.mark_of(t.grad_fn)
             if h.kind == "tensor" and m is not None and m.iteration >= latest:
                 return None  # this iteration's own graph (its backward just ran through it)
             roots.append(t.grad_fn)
@@ -168,7 +168,7 @@ class GraphLeak(Rule):
             if type(node).__name__ == "AccumulateGrad":
                 continue  # a parameter's accumulator is shared by every iteration's graph
             nodes += 1
-            m = md.get(mark_key)
+            m = ctx.mark_of(node, md)
             if h.kind == "tensor" and m is not None and m.iteration >= latest:
                 continue  # traversed by the backward that just ran: current, or shared structure
             if h.kind == "container" and w.parent[i] != -1:
@@ -190,7 +190,7 @@ class GraphLeak(Rule):
             if w.truncated:
                 growth.add(latest, nodes, truncated=True)
         scalar = all(t.numel() == 1 for t in h.tensors)
-        suspect = len(roots) > 1 if h.kind == "container" else roots[0].metadata.get(mark_key) is None
+        suspect = len(roots) > 1 if h.kind == "container" else ctx.mark_of(roots[0]) is None
         return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect, growth)
 
     def _count(self, h: Holder, latest: int, budget: list[int]) -> None:
