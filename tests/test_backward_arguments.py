@@ -113,3 +113,21 @@ def test_backward_single_tensor_input():
     with GraphGuard(mode="raise"):
         loss.backward(inputs=m[0].weight)
     assert m[0].weight.grad is not None and m[2].weight.grad is None
+
+
+@pytest.mark.parametrize("retain,create", [(None, False), (True, False), (False, False), (None, True),
+                                           (False, True)])
+def test_plain_tensor_backward_is_bound_as_the_general_binder_binds_it(retain, create):
+    from graphguard.capture import backward as bw
+
+    x = torch.randn(3, requires_grad=True)
+    loss = (x * 2).sum()
+    args, kwargs = (loss, None, retain, create), {"inputs": None}
+    assert bw.plain_tensor_backward(args, kwargs)
+    fast = bw.bind_backward("backward", torch.autograd.backward, args, kwargs)
+    a = bw._BIND_BACKWARD(*args, **kwargs)
+    general = bw.BackwardArgs([a["tensors"]], [], [], create if retain is None else bool(retain), create)
+    assert fast.roots[0] is loss and fast[1:] == general[1:]
+    # anything else takes the general path
+    assert not bw.plain_tensor_backward((loss, torch.ones(()), retain, create), kwargs)
+    assert not bw.plain_tensor_backward(args, {"inputs": [x]})

@@ -6,7 +6,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-__all__ = ["BackwardArgs", "bind_backward", "materialize_iterators"]
+__all__ = ["BackwardArgs", "bind_backward", "materialize_iterators", "plain_tensor_backward"]
 
 
 _BACKWARD_SIG = inspect.signature(torch.autograd.backward)
@@ -75,9 +75,21 @@ class BackwardArgs(NamedTuple):
     create_graph: bool
 
 
+def plain_tensor_backward(args: tuple, kwargs: dict) -> bool:
+    """Whether this is `loss.backward()` as Tensor.backward hands it to autograd.backward: the
+    tensor, no gradient, retain_graph/create_graph as given, `inputs=None` (the call of nearly
+    every training step: bound here without the general binder, and holding no iterator)."""
+    return (len(args) == 4 and len(kwargs) == 1 and kwargs.get("inputs", 0) is None
+            and args[1] is None and isinstance(args[0], torch.Tensor)
+            and (args[2] is None or type(args[2]) is bool) and type(args[3]) is bool)
+
+
 def bind_backward(api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardArgs:
     """The arguments of `orig(*args, **kwargs)`: api "grad" (autograd.grad) or "backward"
     (Tensor.backward or autograd.backward)."""
+    if api == "backward" and orig is not torch.Tensor.backward and plain_tensor_backward(args, kwargs):
+        create = args[3]
+        return BackwardArgs([args[0]], [], [], create if args[2] is None else args[2], create)
     if api == "grad":
         a = _BIND_GRAD(*args, **kwargs)
         roots = _as_list(a.get("outputs"))
@@ -104,6 +116,8 @@ def materialize_iterators(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     `map(...)`, `iter(...)`) made a list, once: the guard reads the list and the real call gets
     the same list, so binding the arguments never consumes what torch is to read
     (NOTE [the guard never changes what training computes])."""
+    if plain_tensor_backward(args, kwargs):
+        return args, kwargs  # a tensor, None, bools: nothing to read once
     if any(_one_shot(a) for a in args):
         args = tuple(list(a) if _one_shot(a) else a for a in args)
     if kwargs and any(_one_shot(v) for v in kwargs.values()):
