@@ -11,6 +11,7 @@ from .state import Mark, Stamp
 
 __all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "saved_freed", "sequence_now"]
 
+_NEVER_FRESH = 1 << 65  # above every sequence number (AccumulateGrad's is 2**64 - 1): read every node
 MAX_CONFIRM_READS = 64  # candidates of one range read for freed buffers (NOTE in capture/marks.py)
 MAX_UNMARKED_READS = 4096  # unrecorded old nodes read for freed buffers before a backward
 _BackwardCFunction = torch.autograd.function.BackwardCFunction  # custom Functions' nodes
@@ -23,7 +24,7 @@ class GraphScan:
 
     def __init__(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int,
                  fresh_from: int | None = None, seq_marks: SequenceMarks | None = None) -> None:
-        self.walk = w = Walk()
+        self.walk = Walk()
         self.stamps: list[Stamp | None] = []
         self.marks: list[Mark | None] = []
         self.leaves: list[torch.Tensor] = []  # leaves reached (AccumulateGrad variables)
@@ -45,17 +46,31 @@ class GraphScan:
         self.fast = fresh_from is not None
         self.counter: int | None = None  # the sequence counter before the walk (set by the guard)
         self.range_mark: Mark | None = None  # this backward's Mark kept by range (guard.py)
-        # One loop walks the graph breadth-first and reads each node as it goes: this runs for
-        # every node before every backward, right after the forward has flushed the caches, so
-        # every pass over the nodes counts (a walk, then a scan, then a pass for the types cost
-        # 20-30% more on a 250-node graph). Locals, no per-node calls beyond the metadata and
-        # next_functions reads, the leaf test by type (a name comparison costs 3x more). `nodes`
-        # is the queue itself: node i's children are appended behind it (breadth-first without a
-        # tuple per node); ids are stable because `nodes` holds every visited wrapper.
+        self._scan(roots, stamp_key, mark_key, limit,
+                   _NEVER_FRESH if fresh_from is None else fresh_from, seq_marks)
+        self._freed: dict[int, bool] = {}
+        # (freed node, topmost node made before the guard above it): a graph consumed by a
+        # backward the guard never saw; set by the guard before the rules judge the call
+        self.unmarked_freed: tuple[int, int] | None = None
+
+    def _scan(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int,
+              fresh_from: int, seq_marks: SequenceMarks | None) -> None:
+        """Walk the graph breadth-first and read each node as it goes. A node made since the last
+        backward (sequence number >= `fresh_from`, light mode only) is read for its number only;
+        any other node for its stamp and mark, and if it has no mark in its metadata, its number
+        is looked up among the range-marked backwards (confirmed below).
+
+        One loop: this runs for every node before every backward, right after the forward has
+        flushed the caches, so every pass over the nodes counts (a walk, then a scan, then a pass
+        for the types cost 20-30% more on a 250-node graph). Locals, no per-node calls beyond
+        the reads, the leaf test by type (a name comparison costs 3x more). `nodes` is the queue
+        itself: node i's children are appended behind it (breadth-first without a tuple per
+        node); ids are stable because `nodes` holds every visited wrapper."""
+        w = self.walk
         custom, acc = _BackwardCFunction, _AccumulateGrad
         stamps, marks, leaves = self.stamps, self.marks, self.leaves
         leaf_index, marked_index, types = self.leaf_index, self.marked_index, self.types
-        mds = self.metadata
+        mds, fresh = self.metadata, self.fresh
         nodes, parent = w.nodes, w.parent
         seen: set[int] = set()
         add = seen.add
@@ -64,62 +79,7 @@ class GraphScan:
                 add(id(r))
                 nodes.append(r)
                 parent.append(-1)
-        if fresh_from is not None:
-            self._scan_fast(fresh_from, seq_marks, stamp_key, mark_key, limit, seen)
-        else:
-            i, n = 0, len(nodes)
-            while i < n:
-                node = nodes[i]
-                md = node.metadata
-                mds.append(md)
-                if md:
-                    stamps.append(md.get(stamp_key))
-                    mark = md.get(mark_key)
-                else:  # nothing recorded (light mode, or made before the guard)
-                    stamps.append(None)
-                    mark = None
-                marks.append(mark)
-                t = type(node)
-                types.add(t)
-                if t is acc:
-                    leaf_index.add(i)
-                    leaf = node.variable
-                    if leaf is not None:
-                        leaves.append(leaf)
-                        par = parent[i]
-                        if par >= 0 and isinstance(nodes[par], custom):
-                            self.function_inputs.append(leaf)
-                else:
-                    if mark is not None:
-                        marked_index.append(i)
-                    for nxt, _ in node.next_functions:
-                        if nxt is not None and id(nxt) not in seen:
-                            if n >= limit:
-                                w.truncated = True
-                                break
-                            add(id(nxt))
-                            nodes.append(nxt)
-                            parent.append(i)
-                            n += 1
-                i += 1
-        self._freed: dict[int, bool] = {}
-        # (freed node, topmost node made before the guard above it): a graph consumed by a
-        # backward the guard never saw; set by the guard before the rules judge the call
-        self.unmarked_freed: tuple[int, int] | None = None
-
-    def _scan_fast(self, fresh_from: int, seq_marks: SequenceMarks | None, stamp_key: str,
-                   mark_key: str, limit: int, seen: set[int]) -> None:
-        """The light-mode scan (NOTE [marks by sequence number]): the same walk, but a node made
-        since the last backward (sequence number >= `fresh_from`) is read for its number only;
-        an older one as in the full scan, and if it has no mark in its metadata, its number is
-        looked up among the range-marked backwards (confirmed below)."""
-        w = self.walk
-        custom, acc = _BackwardCFunction, _AccumulateGrad
-        stamps, marks, leaves = self.stamps, self.marks, self.leaves
-        leaf_index, marked_index, types = self.leaf_index, self.marked_index, self.types
-        mds, fresh = self.metadata, self.fresh
-        nodes, parent = w.nodes, w.parent
-        add = seen.add
+        fast = fresh_from < _NEVER_FRESH
         find = seq_marks.range_of if seq_marks else None
         candidates: list[tuple[int, int]] = []  # (walk index, range index)
         lo, hi = -1, -1
@@ -142,10 +102,13 @@ class GraphScan:
                         self.function_inputs.append(leaf)
                 i += 1
                 continue
-            try:
-                seq = node._sequence_nr()
-            except Exception:  # a node type without a number: read it as an old one
-                seq = -1
+            if fast:
+                try:
+                    seq = node._sequence_nr()
+                except Exception:  # a node type without a number: read it as an old one
+                    seq = -1
+            else:
+                seq = -1  # recording: every node is read
             if seq >= fresh_from:
                 mds.append(None)
                 stamps.append(None)
