@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from .graph import Walk, is_freed, saved_attrs
+from .graph import Walk, is_freed, saved_attrs, seed
 from .marks import SequenceMarks
 from .state import Mark, Stamp
 
@@ -72,13 +72,8 @@ class GraphScan:
         leaf_index, marked_index, types = self.leaf_index, self.marked_index, self.types
         mds, fresh = self.metadata, self.fresh
         nodes, parent = w.nodes, w.parent
-        seen: set[int] = set()
+        seen = seed(w, roots)
         add = seen.add
-        for r in roots:
-            if r is not None and id(r) not in seen:
-                add(id(r))
-                nodes.append(r)
-                parent.append(-1)
         fast = fresh_from < _NEVER_FRESH
         find = seq_marks.range_of if seq_marks else None
         candidates: list[tuple[int, int]] = []  # (walk index, range index)
