@@ -18,7 +18,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 
 from .capture.backward import bind_backward, materialize_iterators
 from .capture.checkpoint import install_checkpoint_hook
-from .capture.marks import SequenceMarks, sequence_counter
+from .capture.marks import SequenceMarks
 from .capture.mode import GuardMode
 from .capture.quiet import QuietShapes
 from .capture.recorder import Recorder
@@ -602,7 +602,7 @@ class GraphGuard:
             if n and torch._C._get_function_stack_at(n - 1) is self._mode:
                 torch._C._pop_torch_function_stack()
             # nodes made while recording carry stamps: from here on, new nodes carry nothing
-            self._fresh_from = sequence_counter() if sequence_counter is not None else None
+            self._fresh_from = sequence_now()
         self._set_saved_hooks(on)
 
     # ---- backward ------------------------------------------------------------------------------
@@ -724,13 +724,11 @@ class GraphGuard:
             # no optimizer seen: each graph-freeing backward closes an iteration (DESIGN.md)
             self._end_iteration(None, by_backward=True)
         self.rec.mark_used(inputs)
-        counter = sequence_counter() if sequence_counter is not None else None
         if self.rec.recording or self._fresh_from is None:
             scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
         else:  # light mode: nodes made since the last backward are not read
             scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk,
                               self._fresh_from, self._seq_marks)
-        scan.counter = counter
         self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         if not self.rec.saved_hooks_on:
             # light mode: PyTorch's own version check, read now, before PyTorch runs (GG005)

@@ -6,7 +6,7 @@ from typing import Any
 import torch
 
 from .graph import Walk, is_freed, saved_attrs, seed
-from .marks import SequenceMarks
+from .marks import SequenceMarks, sequence_now
 from .state import Mark, Stamp
 
 __all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "saved_freed", "sequence_now"]
@@ -44,7 +44,7 @@ class GraphScan:
         self.fresh: list[int] = []
         self.fresh_lo = self.fresh_hi = -1
         self.fast = fresh_from is not None
-        self.counter: int | None = None  # the sequence counter before the walk (set by the guard)
+        self.counter: int | None = None  # the sequence counter before the walk (scan_graph)
         self.range_mark: Mark | None = None  # this backward's Mark kept by range (guard.py)
         self._scan(roots, stamp_key, mark_key, limit,
                    _NEVER_FRESH if fresh_from is None else fresh_from, seq_marks)
@@ -265,16 +265,12 @@ def saved_freed(node: Any) -> bool:
     return False
 
 
-def sequence_now() -> int:
-    """The autograd sequence number the next node made in this thread gets: nodes made before
-    this call have a smaller one."""
-    with torch._C.DisableTorchFunction(), torch.enable_grad():
-        return torch.empty(0, requires_grad=True).view(-1).grad_fn._sequence_nr() + 1
-
-
 def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: int,
                fresh_from: int | None = None, seq_marks: SequenceMarks | None = None) -> GraphScan:
     """Walk the graph behind `roots` and read graphguard's stamps and marks. With `fresh_from`
     (light mode), nodes numbered from it on are not read (NOTE [marks by sequence number])."""
+    counter = sequence_now()  # every node of this graph has a smaller number
     fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-    return GraphScan(fns, stamp_key, mark_key, limit, fresh_from, seq_marks)
+    scan = GraphScan(fns, stamp_key, mark_key, limit, fresh_from, seq_marks)
+    scan.counter = counter
+    return scan
