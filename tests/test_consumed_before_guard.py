@@ -6,24 +6,18 @@ nobody consumed) stay silent."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn as nn
 
 from graphguard import GraphGuard, GraphMisuseError
+from lines import marker_lines
 from nbkit import SETUP
 
-THIS = Path(__file__).resolve()
-SOURCE = THIS.read_text().splitlines()
 
 
-def line_of(marker: str) -> int:
-    """The line of this file that carries `# <marker>` (a marker is used once)."""
-    hits = [i for i, text in enumerate(SOURCE, 1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
+line_of = marker_lines(__file__)  # the line that ends with `# <marker>`
 
 
 def reference_target(retain: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import torch
+from lines import line_containing
 
 __all__: list[str] = []
 
@@ -27,11 +28,7 @@ pytestmark = [
 ]
 
 
-def line_of(path: Path, text: str) -> int:
-    """1-based number of the only line of `path` that contains `text`."""
-    hits = [i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line]
-    assert len(hits) == 1, (path, text, hits)
-    return hits[0]
+line_of = line_containing  # the only line of a file that holds some text
 
 
 def run_variant(path: Path, replacements: list[tuple[str, str]]) -> dict[str, Any]:

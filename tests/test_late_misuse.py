@@ -8,7 +8,6 @@ No test here measures time (benchmarks/overhead.py does).
 from __future__ import annotations
 
 import gc
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,15 +15,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from graphguard import GraphGuard, GraphMisuseError
+from lines import marker_lines
 
-SOURCE = Path(__file__).resolve().read_text().splitlines()
 
 
-def line_of(marker: str) -> int:
-    """The line of this file that carries `# <marker>` (each marker is used once)."""
-    hits = [i for i, text in enumerate(SOURCE, 1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
+line_of = marker_lines(__file__)  # the line that ends with `# <marker>`
 
 
 def small_model() -> nn.Module:

@@ -7,7 +7,6 @@ No test here measures time (benchmarks/overhead.py does).
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,16 +14,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from graphguard import GraphGuard, GraphMisuseError
-
-THIS = Path(__file__).resolve()
-SOURCE = THIS.read_text().splitlines()
+from lines import marker_lines
 
 
-def line_of(marker: str) -> int:
-    """The line of this file that carries `# <marker>` (a marker is used once)."""
-    hits = [i for i, text in enumerate(SOURCE, 1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
+
+line_of = marker_lines(__file__)  # the line that ends with `# <marker>`
 
 
 def function_stack_depth() -> int:

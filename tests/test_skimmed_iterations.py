@@ -7,7 +7,6 @@ PyTorch really misbehaves there. No test here measures time (benchmarks/overhead
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,17 +14,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from graphguard import GraphGuard, GraphMisuseError
+from lines import marker_lines
 from graphguard.guard import SAMPLE_PERIOD
 from graphguard.rules import ParamWithoutGrad
 
-SOURCE = Path(__file__).resolve().read_text().splitlines()
 
 
-def line_of(marker: str) -> int:
-    """The line of this file that carries `# <marker>` (each marker is used once)."""
-    hits = [i for i, text in enumerate(SOURCE, 1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
+line_of = marker_lines(__file__)  # the line that ends with `# <marker>`
 
 
 def small_model(seed: int = 0) -> nn.Module:
