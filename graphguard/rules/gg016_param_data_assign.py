@@ -32,6 +32,24 @@ def written_target(frame: Frame) -> str | None:
     return None
 
 
+def updated_by_an_optimizer(t: torch.Tensor, ctx: RuleContext) -> bool:
+    """Whether an optimizer's step can have changed `t`: it can get a gradient (requires grad),
+    holds one, or an optimizer keeps state for it (it was updated while it required grad).
+    A frozen copy held by the optimizer only because `model.parameters()` includes it (MoCo's
+    key encoder, a momentum target) gets no gradient, so every step skips it: its `.data` is
+    the program's to replace."""
+    if t.requires_grad or t.grad is not None:
+        return True
+    for _, opt in ctx.optimizers():
+        state = getattr(opt, "state", None)
+        try:
+            if state is not None and t in state and state[t]:
+                return True
+        except Exception:  # a foreign optimizer's state that is not a mapping of tensors
+            continue
+    return False
+
+
 class ParamDataAssign(Rule):
     """## What it does
     Fires when `t.data = value` is assigned, outside `optimizer.step()`, to a parameter that an
@@ -64,8 +82,9 @@ class ParamDataAssign(Rule):
 
     ## Known problems
     Loading weights into a parameter before the first step (initialization) is not reported, nor
-    are parameters no optimizer holds (an EMA copy updated by `ema.data = ...`), unless the value
-    assigned has history. In-place writes (`p.data.clamp_(...)`, weight clipping) are not
+    are parameters no optimizer holds (an EMA copy updated by `ema.data = ...`) or that it holds
+    but never updates (a frozen momentum encoder among `model.parameters()`: no gradient, no
+    optimizer state), unless the value assigned has history. In-place writes (`p.data.clamp_(...)`, weight clipping) are not
     assignments and stay quiet.
     """
 
@@ -81,7 +100,8 @@ class ParamDataAssign(Rule):
         if not isinstance(t, torch.Tensor) or ctx.in_optimizer_step():
             return None
         history = isinstance(v, torch.Tensor) and v.grad_fn is not None
-        optimized = ctx.is_optimized(t) and ctx.optimizer_steps() > 0
+        optimized = (ctx.is_optimized(t) and ctx.optimizer_steps() > 0
+                     and updated_by_an_optimizer(t, ctx))
         if not (history or optimized):
             return None
         subject = ctx.subject(t, kind="parameter" if isinstance(t, torch.nn.Parameter) else "tensor")
