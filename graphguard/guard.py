@@ -312,7 +312,7 @@ class GraphGuard:
         self._mode = GuardMode(self.rec)
         self.ctx = RuleContext(self.rec, self.clock, self._stamp_key, self._mark_key,
                                lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES),
-                               self.engine.request_details, self._seq_marks)
+                               self.engine.request_details, self._seq_marks, self._judge_through)
         self.engine.attach(self.rec, self.ctx)
         # which step-level events some rule still judges in a skimmed iteration
         self._skim_listens_done = self.engine.skim_listens(BackwardDone)
@@ -652,7 +652,7 @@ class GraphGuard:
                     if quiet:
                         skim = self._skimming()
                     else:  # something new: this window is judged in full (NOTE [skimmed iterations])
-                        self._full_until = self.iteration + self._window()
+                        self._full_until = max(self._full_until, self.iteration + self._window())
             except Exception as err:
                 self._internal_error(err, "checking a backward call")
             finally:
@@ -761,6 +761,10 @@ class GraphGuard:
         """Iterations in one window judged in full: two per optimizer seen stepping, so that a
         rule following gradients sees each optimizer's step, its next backward and next step."""
         return 2 * max(1, len(self._stepping))
+
+    def _judge_through(self, iterations: int) -> None:
+        """A rule asked that the next `iterations` iterations be judged in full."""
+        self._full_until = max(self._full_until, self.iteration + iterations)
 
     def _skimming(self) -> bool:
         """Whether this iteration is skimmed (NOTE [skimmed iterations]): light mode, no recent

@@ -65,6 +65,7 @@ class RuleContext:
         steps: optimizer steps seen so far.
         supersedes: rule code -> the codes of the rules that supersede it (`Rule.supersedes`).
         want_details: switches full recording on for a few iterations (`want_details`).
+        judge_more: keeps the next n iterations from being skimmed (`keep_judging`).
         seq_marks: the marks kept by sequence number (`mark_of`; capture/marks.py).
     """
 
@@ -72,9 +73,11 @@ class RuleContext:
                  findings: Callable[[], list[Finding]], steps: Callable[[], int],
                  supersedes: Mapping[str, frozenset[str]],
                  want_details: Callable[[], None] | None = None,
-                 seq_marks: SequenceMarks | None = None) -> None:
+                 seq_marks: SequenceMarks | None = None,
+                 judge_more: Callable[[int], None] | None = None) -> None:
         self._rec = rec
         self._want_details = want_details
+        self._judge_more = judge_more
         self._seq_marks = seq_marks
         self._clock = clock
         self.stamp_key = stamp_key  # node.metadata key of the Stamp written when a node is made
@@ -121,6 +124,13 @@ class RuleContext:
         mode that it can only report with names and lines, and reports its next occurrence."""
         if self._want_details is not None and not self._rec.recording:
             self._want_details()
+
+    def keep_judging(self, iterations: int) -> None:
+        """Ask that the next `iterations` iterations be judged in full, not skimmed (NOTE
+        [skimmed iterations] in engine.py): the rule follows something over consecutive
+        iteration ends (GG101 telling the ages of a kept graph apart)."""
+        if self._judge_more is not None:
+            self._judge_more(iterations)
 
     def in_optimizer_step(self) -> bool:
         """Whether the event happens inside optimizer.step() (its no_grad updates are not misuse)."""

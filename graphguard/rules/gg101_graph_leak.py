@@ -83,6 +83,9 @@ class GraphLeak(Rule):
     template = ("{name} keeps the autograd graphs of {spans} iterations alive ({nodes} graph nodes, "
                 "about {per} per iteration) and grows every iteration: {what}. {fix}")
     events = (StepDone, BackwardCall, GuardExit)
+    # A look is due at set iterations (`_next_due`); a skimmed iteration end only postpones it to
+    # the next judged one (at most one sampling period later), where it is still due.
+    skim_skip = (StepDone, BackwardCall)
 
     def __init__(self) -> None:
         self.checked_at = 0  # the last iteration at which holders were looked at
@@ -100,13 +103,13 @@ class GraphLeak(Rule):
             if it == self.checked_at or it < MIN_SPAN - 1:
                 return None
             return self._look(ctx, it)
-        if it <= self.checked_at or not (_due(it) or any(self.follow.values())):
+        if it <= self.checked_at or not (it >= _next_due(self.checked_at) or any(self.follow.values())):
             return None
         return self._look(ctx, it)
 
     # ---- looking at the holders ------------------------------------------------------------------
     def _look(self, ctx: RuleContext, it: int) -> list[Finding] | None:
-        due = _due(it)
+        due = it >= _next_due(self.checked_at)
         self.checked_at = it
         budget = [BUDGET]
         out = []
@@ -127,6 +130,8 @@ class GraphLeak(Rule):
                 # recorded (light mode)
                 left = self.follow.get(h.name)
                 self.follow[h.name] = FOLLOW_UPS if left is None or due else max(0, left - 1)
+                if self.follow[h.name]:
+                    ctx.keep_judging(1)  # the next iteration end too, skimmed or not
             else:
                 self.follow.pop(h.name, None)
         for h in grown:  # with what is left of the budget: judging the others comes first; a
@@ -236,11 +241,15 @@ class GraphLeak(Rule):
         return SourceLoc.from_frame(h.frame)
 
 
-def _due(it: int) -> bool:
-    """Look at iteration ends 1..8, 16, 32, ..., 512, then every 512th: a leak is seen within a
-    few iterations of starting early, and within twice its age (at most 512) when it starts late;
-    the cost (a few ms per look) vanishes over the run."""
-    return it <= FIRST or (it & (it - 1)) == 0 or it % EVERY == 0
+def _next_due(last: int) -> int:
+    """The first iteration end after `last` at which a look is due: 1..8, 16, 32, ..., 512, then
+    every 512th. A leak is seen within a few iterations of starting early, and within twice its
+    age (at most 512) when it starts late; the cost (a few ms per look) vanishes over the run.
+    An iteration end that is not judged (skimmed) leaves the look due at the next one that is."""
+    if last < FIRST:
+        return last + 1
+    power = 1 << last.bit_length()  # the next power of two above `last`
+    return min(power, (last // EVERY + 1) * EVERY)
 
 
 def _made(h: Holder) -> SourceLoc | None:
