@@ -35,6 +35,16 @@ __all__ = ["measure_parts"]
 PARTS = ["plain", "off", "on", "no_saved_check", "no_rules", "no_marks", "no_backward_check"]
 
 
+class _NoSavedCheck:
+    """capture/saved.SavedCheck that reads nothing (the `no_saved_check` part)."""
+
+    def __init__(self, unpack: Any, adopt: Any) -> None:
+        self.stopped, self.freed_at = True, -1
+
+    def read(self, nodes: Any, skip: Any = ()) -> None:
+        pass
+
+
 def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
     """Switch `part` off; return what switches it back on."""
     if g.rec.saved_hooks_on:  # light mode has none (NOTE in guard.py); a re-armed guard would
@@ -42,9 +52,9 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
     if part == "off":
         g._dormant = True
     unplug = _unplugged(g) if part == "plain" else None
-    adopt = guard_module.adopt_modified_saved
+    check = guard_module.SavedCheck
     if part == "no_saved_check":
-        guard_module.adopt_modified_saved = lambda nodes, unpack, adopt, *skip: 0
+        guard_module.SavedCheck = _NoSavedCheck
     if part == "no_marks":
         g._mark_nodes = lambda call, mark: None  # type: ignore[method-assign]
     sink = g.rec.sink
@@ -57,7 +67,7 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
     def undo() -> None:
         if unplug is not None:
             unplug()
-        guard_module.adopt_modified_saved = adopt
+        guard_module.SavedCheck = check
         g.__dict__.pop("_mark_nodes", None)
         g._dormant = False
         g.__dict__.pop("_dispatch", None)

@@ -22,7 +22,7 @@ from .capture.marks import SequenceMarks
 from .capture.mode import GuardMode
 from .capture.quiet import QuietShapes
 from .capture.recorder import Recorder
-from .capture.saved import adopt_modified_saved
+from .capture.saved import SavedCheck
 from .capture.scan import scan_graph, sequence_now
 from .capture.state import Mark
 from .capture.sites import PACKAGE_DIR, user_site, user_stacklevel
@@ -55,7 +55,7 @@ _STACK_TARGET = 512 * 1024 * 1024
 # PyTorch checks versions itself again (never a silent wrong gradient), and before each backward
 # the guard reads every saved value of the walked graph, which runs that same check in C++
 # (~0.5 us per saved tensor, at backward time only); a changed one is adopted
-# (capture/saved.adopt_modified_saved) and GG005 reports it before PyTorch's error.
+# (capture/saved.SavedCheck) and GG005 reports it before PyTorch's error.
 
 
 def active_guards() -> tuple["GraphGuard", ...]:
@@ -724,25 +724,22 @@ class GraphGuard:
             # no optimizer seen: each graph-freeing backward closes an iteration (DESIGN.md)
             self._end_iteration(None, by_backward=True)
         self.rec.mark_used(inputs)
-        if self.rec.recording or self._fresh_from is None:
-            scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
-        else:  # light mode: nodes made since the last backward are not read
-            scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk,
-                              self._fresh_from, self._seq_marks)
-        self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
-        if not self.rec.saved_hooks_on:
-            # light mode: PyTorch's own version check, read now, before PyTorch runs (GG005)
-            marks = scan.marks
-            freed = {i for i in scan.marked_index if not marks[i].retained}
-            freed_at: list[int] = []
-            with torch._C.DisableTorchFunction():
-                adopt_modified_saved(scan.nodes, self.rec.unpack, self.rec.adopt, freed, freed_at)
-            hit = freed_at[0] if freed_at else -1
-        else:
-            # a graph part made before the guard that a backward outside it already consumed
-            # (freed and never marked); the nodes a recorded op made are not read
-            with torch._C.DisableTorchFunction():
+        # light mode: PyTorch's own version check, read before PyTorch runs (GG005), by the
+        # scan as it walks (capture/saved.SavedCheck)
+        check = None if self.rec.saved_hooks_on else SavedCheck(self.rec.unpack, self.rec.adopt)
+        with torch._C.DisableTorchFunction():
+            if self.rec.recording or self._fresh_from is None:
+                scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk, saved=check)
+            else:  # light mode: nodes made since the last backward are not read for marks
+                scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk,
+                                  self._fresh_from, self._seq_marks, check)
+            if check is not None:
+                hit = check.freed_at  # a node no guarded backward freed: GG001's crash to come
+            else:
+                # a graph part made before the guard that a backward outside it already consumed
+                # (freed and never marked); the nodes a recorded op made are not read
                 hit = scan.find_unmarked_freed(self._born_before)
+        self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         if hit >= 0:
             scan.unmarked_freed = (hit, scan.old_top(hit, self._born_before))
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,

@@ -15,10 +15,11 @@ import torch
 
 from .state import InplaceRecord, Packed
 from .recorder import SavedTensorModified
-from .scan import FREED_MESSAGE
 
-__all__ = ["SavedHit", "tensor_attrs", "find_modified_saved", "modifying_write", "storage_key",
-           "shares_saved", "adopt_modified_saved"]
+__all__ = ["SavedHit", "SavedCheck", "tensor_attrs", "find_modified_saved", "modifying_write",
+           "storage_key", "shares_saved", "FREED_MESSAGE"]
+
+FREED_MESSAGE = "already been freed"  # PyTorch's error on reading a freed saved value
 
 
 class SavedHit(NamedTuple):
@@ -127,9 +128,7 @@ _MODIFIED = "modified by an inplace operation"
 MAX_FREED_READS = 64  # reads failing as "freed" before the rest of a stale graph is skipped
 
 
-def adopt_modified_saved(nodes: list[Any], unpack: Any, adopt: Any,
-                         skip: "set[int] | frozenset[int]" = frozenset(),
-                         freed_at: "list[int] | None" = None) -> int:
+class SavedCheck:
     """Light mode's in-place check: PyTorch's own, read before the backward runs.
 
     With graphguard's saved-tensor hooks off (light mode: they cost a Python call per saved
@@ -140,34 +139,56 @@ def adopt_modified_saved(nodes: list[Any], unpack: Any, adopt: Any,
     `unpack` takes over its version check), so GG005 finds it exactly as it finds those the
     hooks recorded. Custom Functions' `saved_tensors` are not adopted (PyTorch's error does not
     say which of them changed): PyTorch raises for them, and GG903/GG005 explain afterwards.
-    `skip`: walk indices of nodes an earlier backward freed (their reads only raise "freed",
-    and an exception per node made a stale 100,000-node graph's check 8x slower); after
-    MAX_FREED_READS such failures among the others the read stops: the graph is stale, which
-    GG001/GG003 report. `freed_at` (a list) receives the walk index of the first other node
-    found freed: no guarded backward consumed it (one before the guard did), and GG001 reports
-    the crash to come. Returns the number adopted (usually 0: the clean path of every backward).
+
+    The graph scan reads the nodes made since the last backward as it walks them (the node was
+    just touched: one pass instead of two, capture/scan.py); `read` reads the others after it.
+    A read failing for any other reason counts as freed (by an earlier backward); after
+    MAX_FREED_READS of them the check stops: the graph is stale, which GG001/GG003 report.
+    `freed_at` is the walk index of the first node found freed, -1 if none.
     """
-    n = freed = 0
-    for i, node in enumerate(nodes):
-        if i in skip:
-            continue
-        for attr in tensor_attrs(node):
-            try:
-                getattr(node, attr)
-            except RuntimeError as err:
-                if isinstance(err, SavedTensorModified):
-                    continue  # already ours
-                if _MODIFIED not in str(err):
-                    freed += 1  # freed by an earlier backward (GG001/GG003's)
-                    if freed_at is not None and not freed_at and FREED_MESSAGE in str(err):
-                        freed_at.append(i)
-                    if freed >= MAX_FREED_READS:
-                        return n
-                    break
-                if attr == "saved_tensors":
-                    continue
-                n += _adopt(node, attr, str(err), unpack, adopt)
-    return n
+
+    __slots__ = ("unpack", "adopt", "adopted", "freed", "freed_at", "stopped")
+
+    def __init__(self, unpack: Any, adopt: Any) -> None:
+        self.unpack = unpack
+        self.adopt = adopt
+        self.adopted = 0  # saved tensors adopted (usually 0: the clean path of every backward)
+        self.freed = 0
+        self.freed_at = -1
+        self.stopped = False
+
+    def failed(self, i: int, node: Any, attr: str, err: RuntimeError) -> bool:
+        """Reading walk node `i`'s `attr` raised `err`: adopt a value changed in place. True when
+        the rest of the node is not worth reading (its buffers are gone)."""
+        if isinstance(err, SavedTensorModified):
+            return False  # already ours
+        message = str(err)
+        if _MODIFIED not in message:
+            self.freed += 1  # freed by an earlier backward (GG001/GG003's)
+            if self.freed_at < 0 and FREED_MESSAGE in message:
+                self.freed_at = i
+            if self.freed >= MAX_FREED_READS:
+                self.stopped = True
+            return True
+        if attr != "saved_tensors":
+            self.adopted += _adopt(node, attr, message, self.unpack, self.adopt)
+        return False
+
+    def read(self, nodes: list[Any], skip: "set[int] | frozenset[int]" = frozenset()) -> None:
+        """Read the saved values of the walked nodes whose index is not in `skip` (those already
+        read, and those an earlier backward freed: their reads only raise "freed", and an
+        exception per node made a stale 100,000-node graph's check 8x slower)."""
+        for i, node in enumerate(nodes):
+            if self.stopped:
+                return
+            if i in skip:
+                continue
+            for attr in tensor_attrs(node):
+                try:
+                    getattr(node, attr)
+                except RuntimeError as err:
+                    if self.failed(i, node, attr, err):
+                        break
 
 
 def _adopt(node: Any, attr: str, message: str, unpack: Any, adopt: Any) -> int:

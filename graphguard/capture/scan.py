@@ -7,9 +7,11 @@ import torch
 
 from .graph import Walk, is_freed, saved_attrs, seed
 from .marks import SequenceMarks, sequence_now
+from . import saved as _saved_module
+from .saved import FREED_MESSAGE, SavedCheck, tensor_attrs
 from .state import Mark, Stamp
 
-__all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "saved_freed", "sequence_now"]
+__all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "saved_freed", "sequence_now", "FREED_MESSAGE"]
 
 _NEVER_FRESH = 1 << 65  # above every sequence number (AccumulateGrad's is 2**64 - 1): read every node
 MAX_CONFIRM_READS = 64  # candidates of one range read for freed buffers (NOTE in capture/marks.py)
@@ -17,13 +19,15 @@ MAX_UNMARKED_READS = 4096  # unrecorded old nodes read for freed buffers before 
 _BackwardCFunction = torch.autograd.function.BackwardCFunction  # custom Functions' nodes
 # the node type that writes .grad of a leaf (its `variable`), looked up once
 _AccumulateGrad = type(torch.empty(0, requires_grad=True).view(-1).grad_fn.next_functions[0][0])
+_TENSOR_ATTRS_BY_TYPE = _saved_module._TENSOR_ATTRS  # node type -> its tensor attributes (cache)
 
 
 class GraphScan:
     """What a pre-backward walk found. Holds node wrappers: drop it when the backward is done."""
 
     def __init__(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int,
-                 fresh_from: int | None = None, seq_marks: SequenceMarks | None = None) -> None:
+                 fresh_from: int | None = None, seq_marks: SequenceMarks | None = None,
+                 saved: SavedCheck | None = None) -> None:
         self.walk = Walk()
         self.stamps: list[Stamp | None] = []
         self.marks: list[Mark | None] = []
@@ -47,18 +51,20 @@ class GraphScan:
         self.counter: int | None = None  # the sequence counter before the walk (scan_graph)
         self.range_mark: Mark | None = None  # this backward's Mark kept by range (guard.py)
         self._scan(roots, stamp_key, mark_key, limit,
-                   _NEVER_FRESH if fresh_from is None else fresh_from, seq_marks)
+                   _NEVER_FRESH if fresh_from is None else fresh_from, seq_marks, saved)
         self._freed: dict[int, bool] = {}
         # (freed node, topmost node made before the guard above it): a graph consumed by a
         # backward the guard never saw; set by the guard before the rules judge the call
         self.unmarked_freed: tuple[int, int] | None = None
 
     def _scan(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int,
-              fresh_from: int, seq_marks: SequenceMarks | None) -> None:
+              fresh_from: int, seq_marks: SequenceMarks | None, saved: SavedCheck | None) -> None:
         """Walk the graph breadth-first and read each node as it goes. A node made since the last
-        backward (sequence number >= `fresh_from`, light mode only) is read for its number only;
-        any other node for its stamp and mark, and if it has no mark in its metadata, its number
-        is looked up among the range-marked backwards (confirmed below).
+        backward (sequence number >= `fresh_from`, light mode only) is read for its number only,
+        and, with `saved`, for its saved values (the in-place check, capture/saved.py: here, while
+        the node is at hand, instead of in a second pass); any other node for its stamp and
+        mark, and if it has no mark in its metadata, its number is looked up among the
+        range-marked backwards (confirmed below).
 
         One loop: this runs for every node before every backward, right after the forward has
         flushed the caches, so every pass over the nodes counts (a walk, then a scan, then a pass
@@ -76,6 +82,7 @@ class GraphScan:
         add = seen.add
         fast = fresh_from < _NEVER_FRESH
         find = seq_marks.range_of if seq_marks else None
+        attrs_of = _TENSOR_ATTRS_BY_TYPE
         candidates: list[tuple[int, int]] = []  # (walk index, range index)
         lo, hi = -1, -1
         i, n = 0, len(nodes)
@@ -113,6 +120,16 @@ class GraphScan:
                     lo = seq
                 if seq > hi:
                     hi = seq
+                if saved is not None and not saved.stopped:
+                    names = attrs_of.get(t)
+                    if names is None:
+                        names = tensor_attrs(node)
+                    for attr in names:
+                        try:
+                            getattr(node, attr)
+                        except RuntimeError as err:
+                            if saved.failed(i, node, attr, err):
+                                break
             else:
                 md = node.metadata
                 mds.append(md)
@@ -241,9 +258,6 @@ class GraphScan:
         return out
 
 
-FREED_MESSAGE = "already been freed"  # PyTorch's error on reading a freed saved value
-
-
 def saved_freed(node: Any) -> bool:
     """Whether reading a saved value of `node` fails because a backward freed it (PyTorch's own
     message says so: no other read error counts)."""
@@ -266,11 +280,22 @@ def saved_freed(node: Any) -> bool:
 
 
 def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: int,
-               fresh_from: int | None = None, seq_marks: SequenceMarks | None = None) -> GraphScan:
+               fresh_from: int | None = None, seq_marks: SequenceMarks | None = None,
+               saved: SavedCheck | None = None) -> GraphScan:
     """Walk the graph behind `roots` and read graphguard's stamps and marks. With `fresh_from`
-    (light mode), nodes numbered from it on are not read (NOTE [marks by sequence number])."""
+    (light mode), nodes numbered from it on are not read (NOTE [marks by sequence number]).
+    With `saved` (light mode's in-place check), every node's saved values are read too, except
+    those of nodes an earlier backward of this guard freed."""
     counter = sequence_now()  # every node of this graph has a smaller number
     fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-    scan = GraphScan(fns, stamp_key, mark_key, limit, fresh_from, seq_marks)
+    scan = GraphScan(fns, stamp_key, mark_key, limit, fresh_from, seq_marks, saved)
     scan.counter = counter
+    if saved is not None:
+        # the nodes not read during the walk: those made before the last backward, except the
+        # ones it freed (marks known only now, after the range marks were confirmed)
+        marks = scan.marks
+        skip = set(scan.fresh)
+        skip.update(i for i in scan.marked_index if not marks[i].retained)
+        if len(skip) < len(scan.walk.nodes):
+            saved.read(scan.walk.nodes, skip)
     return scan
