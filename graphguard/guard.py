@@ -297,6 +297,7 @@ class GraphGuard:
         self._seq_marks = SequenceMarks()
         self._fresh_from: int | None = None
         self._stepping: weakref.WeakSet = weakref.WeakSet()
+        self._window_size = 2  # _window(): two iterations per optimizer in _stepping
         self._skimmed_step = False
         self._quiet = QuietShapes()  # graph shapes every rule judged clean (NOTE [quiet events])
         # every installed hook is a handle whose undo is pushed here as soon as it is installed
@@ -751,13 +752,16 @@ class GraphGuard:
         try:
             if opt not in self._stepping:
                 self._stepping.add(opt)
+                # counted here, not per call (a WeakSet's len() runs Python); an optimizer that
+                # dies leaves its share until the next new one: a window judged a bit longer
+                self._window_size = 2 * max(1, len(self._stepping))
         except TypeError:  # an optimizer that cannot be hashed or weakly referenced: one window
             pass
 
     def _window(self) -> int:
         """Iterations in one window judged in full: two per optimizer seen stepping, so that a
         rule following gradients sees each optimizer's step, its next backward and next step."""
-        return 2 * max(1, len(self._stepping))
+        return self._window_size
 
     def _judge_through(self, iterations: int) -> None:
         """A rule asked that the next `iterations` iterations be judged in full."""
@@ -768,7 +772,7 @@ class GraphGuard:
         non-quiet backward, and outside the sampled window of the current period."""
         if self.rec.recording or self.iteration < self._full_until:
             return False
-        w = self._window()
+        w = self._window_size
         return self.iteration % (w * SAMPLE_PERIOD) >= w
 
     def _after_backward(self, call: BackwardCall) -> None:
