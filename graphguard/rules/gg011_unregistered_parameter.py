@@ -128,6 +128,9 @@ class UnregisteredParameter(Rule):
     trains; freeze such parts with `requires_grad_(False)` to say so. Leaves whose `.grad` the user
     reads or writes in place under `no_grad` (an EMA update), or that are inputs of
     `torch.autograd.grad`, are not reported; nor is anything when no optimizer is used at all.
+    A module left out by a parameter group added mid-training, while it required grad, next to
+    the layers that group added (staged unfreezing that keeps BatchNorm frozen) is a choice made
+    there: reported as info.
     """
 
     code = "GG011"
@@ -154,6 +157,12 @@ class UnregisteredParameter(Rule):
         self.groups: dict[tuple, _Group] = {}
         self.searches = 0
         self.opt_sites: WeakIdMap[Site] = WeakIdMap()  # optimizer -> where it was given parameters
+        self.stepped: WeakIdMap[bool] = WeakIdMap()  # optimizers that have stepped
+        # parameter -> the add_param_group that passed it over: it required grad in a sibling
+        # layer of the ones that group added to an optimizer already training, and was left out
+        # (Lightning's unfreeze_and_add_param_group with train_bn=False unfreezes BatchNorm and
+        # adds only the rest): a selection made when the group was added, not a forgotten part
+        self.passed_over: WeakIdMap[Site] = WeakIdMap()
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
@@ -167,8 +176,11 @@ class UnregisteredParameter(Rule):
         elif isinstance(event, ParamGroupAdded):
             if event.optimizer not in self.opt_sites:
                 self.opt_sites[event.optimizer] = event.site
+            elif event.optimizer in self.stepped:
+                self._note_passed_over(event, ctx)
             self._note_models(event.optimizer)
         elif isinstance(event, StepCall):
+            self.stepped[event.optimizer] = True
             self._note_models(event.optimizer)
             return self._judge(ctx, before=ctx.iteration, step=event.site)
         elif isinstance(event, GuardExit):
@@ -232,6 +244,30 @@ class UnregisteredParameter(Rule):
         for _, module, _ in user_modules():
             for p in module.parameters():
                 self.known[p] = True
+
+    def _note_passed_over(self, event: ParamGroupAdded, ctx: RuleContext) -> None:
+        """A group added to an optimizer that has already stepped (unfreezing part of a model
+        mid-training): the parameters that require grad in the sibling layers of the added ones
+        (children of the same parent module) but were neither added nor held before were passed
+        over by that choice. Runs only at such a late add_param_group."""
+        added = {id(p) for p in event.params if isinstance(p, torch.Tensor)}
+        if not added:
+            return
+        parents: dict[int, torch.nn.Module] = {}
+        for _, root, _ in user_modules():
+            for m in root.modules():
+                if id(m) in parents:
+                    continue
+                for c in m.children():
+                    if any(id(p) in added for p in c.parameters(recurse=False)):
+                        parents[id(m)] = m
+                        break
+        for m in parents.values():
+            for c in m.children():
+                for p in c.parameters():
+                    if (p.requires_grad and id(p) not in added and not ctx.is_optimized(p)
+                            and p not in self.passed_over):
+                        self.passed_over[p] = event.site
 
     def _note_birth(self, event: InplaceOp, ctx: RuleContext) -> None:
         # nn.Linear & co. initialise their new Parameters in place under no_grad: the first such
@@ -443,6 +479,16 @@ class UnregisteredParameter(Rule):
         what = name or "the module"
         why = (f" (it is in none of {opt_name}'s parameter groups" +
                (", although it existed when the optimizer was built)" if g.existed else ")"))
+        severity = g.severity
+        passed = [self.passed_over.get(v) for v in leaves]
+        if leaves and all(s is not None for s in passed):
+            # left out by the add_param_group that unfroze its neighbours: most likely on purpose
+            # (frozen BatchNorm during fine-tuning); its gradients are computed for nothing
+            severity = "info"
+            added = ctx.loc(passed[0])
+            why = (f" (it required grad when {opt_name}.add_param_group"
+                   f"{f' at line {added.line}' if added else ''} added the parameters next to it, "
+                   "and was not included)")
         fix = (f"give it to the optimizer: list {what}.parameters() where {opt_name} is built, or "
                f"{opt_name}.add_param_group({{'params': {what}.parameters()}}); to leave it "
                f"untrained on purpose, freeze it: {what}.requires_grad_(False)")
@@ -452,7 +498,7 @@ class UnregisteredParameter(Rule):
         return self.finding(ctx, subject, ctx.loc(g.use), fix,
                             {"backward_line": backward.line if backward else "?", "why": why,
                              "fix": fix, "name": display(name, "A module")}, related,
-                            severity=g.severity)
+                            severity=severity)
 
     def _optimizer_of(self, ctx: RuleContext, g: _Group) -> tuple[Any, str, Site | None]:
         """The optimizer that holds the parameters the group's backward trained: (optimizer, its
