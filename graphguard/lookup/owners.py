@@ -20,6 +20,7 @@ __all__ = ["Owner", "find_owner", "user_modules", "MAX_MODULES"]
 
 MAX_MODULES = 2000  # modules looked into per search
 MAX_ITEMS = 64  # elements of one plain container looked into
+NESTING = 2  # plain containers looked into inside one another (`self.hids[0][0]`: pairs in a list)
 _HOW_RANK = {"registered": 0, "attribute": 1, "container": 2}
 
 
@@ -52,6 +53,17 @@ def _container_items(v: Any) -> Iterator[tuple[str, Any]]:
                 yield f"[{k!r}]", x
 
 
+def _nested_items(v: Any, depth: int = NESTING) -> Iterator[tuple[str, Any]]:
+    """The items of a plain container and of the plain containers inside it, `depth` levels deep,
+    keyed by their whole subscript (`[0][1]`): layers are often kept as a list of [layer,
+    activation] pairs or a dict of lists, no level of which nn.Module registers."""
+    for key, x in _container_items(v):
+        yield key, x
+        if depth > 1 and isinstance(x, (list, tuple, dict)) and not isinstance(x, torch.Size):
+            for sub, y in _nested_items(x, depth - 1):
+                yield key + sub, y
+
+
 def _search(t: torch.Tensor, module: torch.nn.Module, prefix: str, budget: list[int],
             in_container: bool) -> tuple[str, str] | None:
     """(path, how) of `t` inside `module`, or None. `budget` counts modules left to look into."""
@@ -66,7 +78,7 @@ def _search(t: torch.Tensor, module: torch.nn.Module, prefix: str, budget: list[
         for attr, v in _plain_attrs(m):
             if v is t:
                 return f"{base}.{attr}", "container" if in_container else "attribute"
-            for key, x in _container_items(v):
+            for key, x in _nested_items(v):
                 if x is t:
                     return f"{base}.{attr}{key}", "container"
                 if isinstance(x, torch.nn.Module) and not in_container:

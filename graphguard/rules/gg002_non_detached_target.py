@@ -50,7 +50,8 @@ class NonDetachedTarget(Rule):
 
     When the target comes from a network that no optimizer holds (a DQN or DDPG target network),
     the finding names the network's output inside the target (`max_next_q_values`), which is what
-    to detach or compute under `torch.no_grad()`.
+    to detach or compute under `torch.no_grad()`; a target whose history comes from several such
+    outputs (`critic_value - log_probs`) is named itself, since detaching one would leave the rest.
 
     ## Known problems
     When the prediction does not require grad because it was detached from a graph and the target
@@ -98,7 +99,7 @@ class NonDetachedTarget(Rule):
         subject = ctx.subject(t)
         source = None if swapped else _source(t)
         related = []
-        if source is not None and leaves and _other_network(x, leaves):
+        if source is not None and leaves and _other_network(x, leaves) and _carries_all(source.value, leaves):
             # a target network, not the prediction's: its output inside the target is to detach
             subject = ctx.subject(source.value, hit=source)
             made = subject.created_at
@@ -146,6 +147,16 @@ def _other_network(x: object, leaves: list[torch.Tensor]) -> bool:
         return True
     mine = {id(v) for v in (leaf_of(n) for n in walk([x.grad_fn], 2000).nodes) if v is not None}
     return not any(id(v) in mine for v in leaves)
+
+
+def _carries_all(source: object, leaves: list[torch.Tensor]) -> bool:
+    """Whether every requires-grad leaf behind the target is behind `source` too: detaching the
+    source then detaches the target. A target mixing two networks' outputs (SAC's
+    `critic_value - log_probs`) is named itself, since detaching one term leaves the other."""
+    if not isinstance(source, torch.Tensor) or source.grad_fn is None:
+        return False
+    mine = {id(v) for v in (leaf_of(n) for n in walk([source.grad_fn], 2000).nodes) if v is not None}
+    return all(id(v) in mine for v in leaves)
 
 
 def _source(t: torch.Tensor) -> NameHit | None:

@@ -428,8 +428,16 @@ class UnregisteredParameter(Rule):
         if g.how == "left-out":
             return self._left_out_finding(ctx, g)
         name, kind = self._subject_name(g)
-        g.kind = kind
         born = ctx.loc(g.born)
+        made_at: list[tuple[str, SourceLoc]] = []
+        if kind == "module" and name and len(g.names) > 1:
+            part = _tensors_of_trained_module(ctx, name, g.names)
+            if part:
+                # a few tensors of a module whose other parameters train (`rel_h`, `rel_w` made
+                # in forward next to optimized convs): name them, not the module
+                (name, born), made_at = part[0], [(n, loc) for n, loc in part if loc is not None]
+                kind = g.kind
+        g.kind = kind
         if name is None and g.born:
             name = assigned_name(g.born[0])
         if name is None and g.use:
@@ -442,10 +450,24 @@ class UnregisteredParameter(Rule):
             born = ctx.origin(alive[-1])  # the line that builds its layer, read in the source
         subject = Subject(name, kind, g.summary, born, g.iteration)
         why, fix = self._explain(g, name, ctx)
+        if made_at and len(g.joined) > 1:
+            attrs = ", ".join(f"self.{n.rsplit('.', 1)[-1]}" for n, _ in made_at)
+            fix = (f"create {attrs} once in __init__ (self.{name.rsplit('.', 1)[-1]} = "
+                   "nn.Parameter(...)) and only use them in forward, so model.parameters() "
+                   "includes them")
         backward = ctx.loc(g.backward)
         related = [Related("reached-by", None, "backward", backward, g.iteration)]
         if len(g.joined) > 1 or g.how == "unnamed":
-            related += ctx.fix_at(born, name, "layer built in forward")  # build it in __init__
+            for n, loc in made_at or [(name, born)]:  # each tensor's own line moves to __init__
+                related += ctx.fix_at(loc, n, "layer built in forward")  # build it in __init__
+        elif g.how == "container" and name:
+            # the fix wraps the container where the module assigns it (`self.hids = []`), which
+            # is not where its layers are built when they are appended in a loop
+            holder = name.split("[", 1)[0]
+            made = _attribute_made(g.use[0].file, holder) if g.use else None
+            if made is None and born is not None:
+                made = _attribute_made(born.file, holder)
+            related += ctx.fix_at(made, holder, "ModuleList")
         return self.finding(ctx, subject, ctx.loc(g.use), fix,
                             {"backward_line": backward.line if backward else "?", "why": why,
                              "fix": fix, "name": display(name, "A trainable tensor")}, related)
@@ -561,6 +583,30 @@ class UnregisteredParameter(Rule):
                 f"build the optimizer after the model is complete, or "
                 f"{opt}.add_param_group({{'params': {params}}})")
 
+
+
+def _tensors_of_trained_module(ctx: RuleContext, module_name: str, names: list[str]
+                               ) -> list[tuple[str, SourceLoc | None]]:
+    """When `module_name` (the common prefix of a group's leaves) is a module some of whose other
+    parameters an optimizer holds, the group is a few tensors of it, not the module: their names
+    with the lines that made them, the earliest first. Empty when the whole module is left out."""
+    hit = resolve(module_name, ctx.frames())
+    module = hit.value if hit is not None else None
+    if not isinstance(module, torch.nn.Module):
+        return []
+    if not any(ctx.is_optimized(p) for p in module.parameters()):
+        return []
+    out = []
+    for n in names:
+        t = resolve(n, ctx.frames())
+        v = t.value if t is not None else None
+        if not isinstance(v, torch.Tensor) or ctx.is_optimized(v):
+            continue
+        rec = ctx.leaf_record(v)
+        loc = ctx.loc(rec.site) if rec is not None else None
+        out.append((n, loc or ctx.origin(v, t)))  # nn.Parameter(...) is not recorded: the source
+    out.sort(key=lambda x: (x[1] is None, x[1].line if x[1] is not None else 0))
+    return out
 
 
 class _Order:
