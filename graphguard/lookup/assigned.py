@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import ast
 import linecache
+import re
 from typing import Any, Iterable
 
 import torch
 
 from ..model import Frame
-from .names import find_names
+from .names import find_names, live_user_frames
+from .source import enclosing_scope
 
-__all__ = ["assigned_target", "written_name", "name_where_made"]
+__all__ = ["assigned_target", "written_name", "name_where_made", "kept_attribute"]
 
 _TREES: dict[str, tuple[int, ast.Module | None]] = {}
 
@@ -131,3 +133,39 @@ def name_where_made(node: Any, site: Iterable[Frame] | None) -> tuple[str, Frame
     if w is not None:
         return w
     return (hits[0].name, None) if hits else None
+
+
+def kept_attribute(site: Iterable[Frame] | None, holder: str | None,
+                   made: tuple[str, Frame | None] | None) -> tuple[str, Frame] | None:
+    """The attribute that keeps a tensor alive, as the statement storing it writes it, when the
+    name the tensor got where it was made is a local of a call that has returned: `kvectors` in
+    `_compute_kvectors`, now held only by `calculator._cached_kvectors`, is named
+    `self._cached_kvectors` at `self._cached_kvectors = kvectors`. A finished call's local cannot
+    carry a tensor from one iteration into the next; the attribute a function of the creation
+    `site` stores it in does. `holder` is the live name found for it (an attribute path); `made`
+    the creation name and its frame. None when the creation name is still the one to use."""
+    site = list(site or ())
+    if not site or not holder or made is None or made[1] is None:
+        return None
+    name, where = made
+    m = re.fullmatch(r".+\.(\w+)", holder)
+    if m is None or not name.isidentifier():
+        return None
+    attr = m.group(1)
+    frames = live_user_frames()
+    try:
+        if any(f.f_code.co_filename == where.file and f.f_code.co_name == where.function for f in frames):
+            return None  # the creation frame is still running: its local is a live name
+    finally:
+        del frames
+    for fr in site:
+        scope = enclosing_scope(fr.file, fr.line)
+        if scope is None or isinstance(scope, ast.Module):
+            continue  # a method or function of the site stores it, not module-level code
+        for node in ast.walk(scope):
+            if not isinstance(node, ast.Assign) or isinstance(node.value, ast.Constant):
+                continue  # `self.cache = None` resets it
+            for t in _flat(node.targets):
+                if isinstance(t, ast.Attribute) and t.attr == attr:
+                    return ast.unparse(t), Frame(fr.file, node.lineno, fr.function)
+    return None

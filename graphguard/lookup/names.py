@@ -92,6 +92,16 @@ def _candidates_in(frame: types.FrameType, loc: Any) -> Iterator[tuple[str, Any,
                 yield name, value, "global"
 
 
+def _plain_attribute(attr: str, value: Any) -> bool:
+    """A module attribute the user set: a public tensor or container, or a private tensor (a
+    cache, `self._cached_kvectors`); torch's own `_parameters`, `_buffers`, hooks are dicts."""
+    if attr.startswith("__"):
+        return False
+    if attr.startswith("_"):
+        return isinstance(value, torch.Tensor)
+    return isinstance(value, (torch.Tensor, list, tuple, dict))
+
+
 def _expand(name: str, value: Any, scope: str, depth: int = 2) -> Iterator[tuple[str, Any, str]]:
     """The value itself, then what it holds: module parameters/buffers and attributes, container
     elements, a helper object's attributes (bounded depth)."""
@@ -107,8 +117,18 @@ def _expand(name: str, value: Any, scope: str, depth: int = 2) -> Iterator[tuple
             yield python_path(name, bname), b, "parameter"
         # plain attributes of modules (not registered): `self.w = torch.randn(...)`, `self.state`
         for attr, v in list(vars(value).items()):
-            if not attr.startswith("_") and isinstance(v, (torch.Tensor, list, tuple, dict)):
+            if _plain_attribute(attr, v):
                 yield from _expand(f"{name}.{attr}", v, "attribute", depth - 1)
+        # and of its submodules, which live in `_modules`, not in its `__dict__`: a layer's
+        # recurrent state or cache (`model.rg_lru.recurrent_states`), tensors only
+        for i, (mname, sub) in enumerate(value.named_modules()):
+            if i >= MAX_PARAMS:
+                break
+            if not mname:
+                continue
+            for attr, v in list(vars(sub).items()):
+                if isinstance(v, torch.Tensor) and _plain_attribute(attr, v):
+                    yield f"{python_path(name, mname)}.{attr}", v, "attribute"
     elif isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
         n = len(value)
         for i, v in enumerate(value[:MAX_CONTAINER]):

@@ -16,7 +16,7 @@ import torch
 from ..capture.sites import is_internal_file
 from ..model import Frame, SourceLoc
 
-__all__ = ["backward_receiver_callee", "return_lines"]
+__all__ = ["backward_receiver", "backward_receiver_callee", "return_lines"]
 
 _BACKWARD_FUNCS = frozenset({"backward", "grad"})
 
@@ -37,6 +37,26 @@ def _statement(file: str, line: int) -> ast.AST | None:
             if best is None or node.lineno >= best.lineno:
                 best = node
     return best
+
+
+def backward_receiver(frame: Frame) -> str | None:
+    """The tensor a backward line starts from, when it is written as a name: `l.backward()`,
+    `self.loss_G.backward()`, `losses['total'].backward()`, `torch.autograd.backward(loss)` ->
+    `l`, `self.loss_G`, `losses['total']`, `loss`. None for a call or an expression, and for
+    `torch.autograd.grad` (its first argument may be a list)."""
+    stmt = _statement(frame.file, frame.line)
+    for node in ast.walk(stmt) if stmt is not None else ():
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "backward"):
+            continue
+        receiver = node.func.value
+        if isinstance(receiver, ast.Attribute) and receiver.attr == "autograd" or \
+                isinstance(receiver, ast.Name) and receiver.id == "autograd":
+            receiver = node.args[0] if node.args else None
+        if isinstance(receiver, (ast.Name, ast.Attribute, ast.Subscript)):
+            return ast.unparse(receiver)
+        return None
+    return None
 
 
 def backward_receiver_callee(frame: Frame) -> str | None:

@@ -5,7 +5,7 @@ import dataclasses
 
 
 from ..events import BackwardCall
-from ..lookup.assigned import name_where_made
+from ..lookup.assigned import kept_attribute, name_where_made
 from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot, snapshot_with_roles
@@ -97,6 +97,9 @@ class StaleGraph(Rule):
             subject = ctx.subject_of_node(node)
             st = ctx.stamp(node)
             made = name_where_made(node, st.site) if st is not None and st.site else None
+            # a cache: made as a local of a call that returned (`kvectors`), kept by the attribute
+            # a method stores it in (`self._cached_kvectors = kvectors`), which is what goes stale
+            kept = kept_attribute(st.site, subject.name, made) if made is not None else None
             same_attr = made is not None and subject.name is not None and made[0].startswith("self.") \
                 and subject.name.partition(".")[2] == made[0].partition(".")[2]
             # only the assignment at the op's own line: through a helper's `return` the caller's
@@ -111,6 +114,9 @@ class StaleGraph(Rule):
                 subject = dataclasses.replace(subject, name=param.name, kind="parameter",
                                               created_at=param.registered or subject.created_at)
                 related += ctx.fix_at(param.cached_at, param.name, "parametrize.cached()")
+            elif kept is not None:
+                subject = dataclasses.replace(subject, name=kept[0],
+                                              created_at=ctx.loc((kept[1],)) or subject.created_at)
             elif made is not None and made[0] != subject.name and not same_attr and own_line:
                 # named as written where it was made (`training_seq = conv1D(raw)`), not by the
                 # attribute that later holds it (`self.ds`); `self.normed` made in __init__ stays

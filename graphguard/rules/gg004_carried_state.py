@@ -7,7 +7,7 @@ import re
 import torch
 
 from ..capture.saved import find_modified_saved, storage_key
-from ..lookup.assigned import assigned_target, written_name
+from ..lookup.assigned import assigned_target, kept_attribute, written_name
 from ..lookup.names import find_name
 from ..events import BackwardCall
 from ..model import Finding, Related, Subject
@@ -91,6 +91,11 @@ class CarriedState(Rule):
         # named as the line that made it writes it (`self.hidden`, `h`), made where that line is
         written = written_name(st.site if st else None, hit.name if hit else None,
                                hit.frame if hit else None)
+        # a local of a call that returned (`recurrent_states` in a scan helper) carries nothing:
+        # the attribute the layer stores it in does (`self.recurrent_states = recurrent_states`)
+        kept = kept_attribute(st.site if st else None, hit.name if hit else None, written)
+        if kept is not None:
+            written = kept
         if written is not None:
             subject = dataclasses.replace(subject, name=written[0],
                                           created_at=ctx.loc((written[1],)) or subject.created_at)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from ..events import BackwardCall
-from ..lookup.names import resolve
+from ..lookup.names import NameHit, resolve
 from ..lookup.origins import origin_of_name
-from ..lookup.returns import backward_receiver_callee, return_lines
+from ..lookup.returns import backward_receiver, backward_receiver_callee, return_lines
 from ..model import Finding, Related, Subject
 from .base import Rule, display
 from .context import RuleContext
@@ -62,7 +62,7 @@ class NonScalarLoss(Rule):
             given = event.gradients[i] if i < len(event.gradients) else None
             if given is not None or root.numel() == 1:
                 continue
-            subject = ctx.subject(root)
+            subject = ctx.subject(root, hit=self._receiver(event, root))
             related = self._where_made(ctx, event, root, subject)
             if subject.name is None and related and related[0].role == "made-at":
                 # `self.criterion_rank(a, b, y).backward()`: the callable is what the user wrote
@@ -87,6 +87,16 @@ class NonScalarLoss(Rule):
                                      "name": display(base if subject.kind == "call" else name, "The loss")},
                                     related))
         return out
+
+    @staticmethod
+    def _receiver(event: BackwardCall, root: torch.Tensor) -> NameHit | None:
+        """The loss as the backward line writes it (`l` in `l.backward()`), when that name holds
+        this root: the name the user reads on the failing line, rather than another name of the
+        same tensor (`output['loss']`, the dict it was taken from)."""
+        frame = event.site[0] if event.site else None
+        text = backward_receiver(frame) if frame is not None else None
+        hit = resolve(text) if text else None
+        return hit if hit is not None and hit.value is root else None
 
     @staticmethod
     def _where_made(ctx: RuleContext, event: BackwardCall, root: torch.Tensor,
