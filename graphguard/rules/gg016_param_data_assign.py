@@ -50,6 +50,20 @@ def updated_by_an_optimizer(t: torch.Tensor, ctx: RuleContext) -> bool:
     return False
 
 
+def written_since_step(t: torch.Tensor, ctx: RuleContext) -> bool:
+    """Whether the program itself wrote `t` in place after the last optimizer step (the latest
+    recorded write to its storage is of this iteration, and nothing wrote it since): assigning
+    `.data` then replaces that write, not the update. SAM climbs to `w + e(w)` with `p.add_(e_w)`
+    and goes back with `p.data = old_p` before the real step; weight-perturbation schemes do the
+    same. Every step ends an iteration, so a write of this iteration is not an optimizer's."""
+    try:
+        ptr = t.untyped_storage().data_ptr()
+    except Exception:  # a tensor without storage (meta, some subclasses): no record
+        return False
+    rec = ctx.inplace_writes().get(ptr)
+    return rec is not None and rec.iteration == ctx.iteration and rec.version == t._version
+
+
 class ParamDataAssign(Rule):
     """## What it does
     Fires when `t.data = value` is assigned, outside `optimizer.step()`, to a parameter that an
@@ -84,7 +98,9 @@ class ParamDataAssign(Rule):
     Loading weights into a parameter before the first step (initialization) is not reported, nor
     are parameters no optimizer holds (an EMA copy updated by `ema.data = ...`) or that it holds
     but never updates (a frozen momentum encoder among `model.parameters()`: no gradient, no
-    optimizer state), unless the value assigned has history. In-place writes (`p.data.clamp_(...)`, weight clipping) are not
+    optimizer state), or that the program perturbed in place itself since the last step and
+    now puts back (SAM's `p.add_(e_w)` ... `p.data = old_p`), unless the value assigned has
+    history. In-place writes (`p.data.clamp_(...)`, weight clipping) are not
     assignments and stay quiet.
     """
 
@@ -101,7 +117,7 @@ class ParamDataAssign(Rule):
             return None
         history = isinstance(v, torch.Tensor) and v.grad_fn is not None
         optimized = (ctx.is_optimized(t) and ctx.optimizer_steps() > 0
-                     and updated_by_an_optimizer(t, ctx))
+                     and updated_by_an_optimizer(t, ctx) and not written_since_step(t, ctx))
         if not (history or optimized):
             return None
         subject = ctx.subject(t, kind="parameter" if isinstance(t, torch.nn.Parameter) else "tensor")

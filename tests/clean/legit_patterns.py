@@ -336,3 +336,52 @@ def actor_critic_shared_trunk():
 
 ALL += [cnn_dataloader_autocast_ema, transformer_encoder_masked_lm, frozen_backbone_finetune,
         vae_reparameterization, physics_fit_with_closure_lbfgs, actor_critic_shared_trunk]
+
+
+def sam_perturb_and_restore():
+    """Sharpness-aware minimization: climb to w + e(w) in place, take the gradient there, put the
+    weights back through .data and let the base optimizer step (davda54/sam's second_step)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    base = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    old = {}
+    for _ in range(4):
+        x, y = torch.randn(6, 4), torch.randn(6, 1)
+        F.mse_loss(model(x), y).backward()
+        with torch.no_grad():
+            norm = torch.stack([p.grad.norm() for p in model.parameters()]).norm()
+            for p in model.parameters():
+                old[p] = p.data.clone()
+                p.add_(p.grad * (0.05 / (norm + 1e-12)))
+        base.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.data = old[p]
+        base.step()
+        base.zero_grad()
+
+
+def momentum_encoder_in_optimizer():
+    """MoCo: the key encoder is frozen but handed to the optimizer with model.parameters(); its
+    momentum update assigns .data (the optimizer never updates it: no gradient, no state)."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"q": nn.Linear(4, 3), "k": nn.Linear(4, 3)})
+    for p_q, p_k in zip(model["q"].parameters(), model["k"].parameters()):
+        p_k.data.copy_(p_q.data)
+        p_k.requires_grad = False
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(4):
+        x = torch.randn(6, 4)
+        q = F.normalize(model["q"](x), dim=1)
+        with torch.no_grad():
+            for p_q, p_k in zip(model["q"].parameters(), model["k"].parameters()):
+                p_k.data = p_k.data * 0.99 + p_q.data * 0.01
+            k = F.normalize(model["k"](x + 0.1 * torch.randn(6, 4)), dim=1)
+        loss = -(q * k).sum(1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+ALL += [sam_perturb_and_restore, momentum_encoder_in_optimizer]
