@@ -1,6 +1,7 @@
 """GG014 no-grad-forward: outputs of a no_grad / inference_mode region reach a trainable path."""
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import Any
 
@@ -8,7 +9,7 @@ import torch
 
 from ..events import AutogradError, BackwardCall
 from ..lookup.names import resolve
-from ..lookup.source import assigned_targets
+from ..lookup.source import assigned_targets, called_names, enclosing_scope
 from ..lookup.returns import rebinding_of
 from ..model import Finding, Related, Site, SourceLoc, Subject
 from ..capture.graph import summarize
@@ -162,9 +163,21 @@ class NoGradForward(Rule):
             loc = ctx.loc(event.site)
             cut_loc = ctx.loc(cut_site)
             related = [Related("cut-by", subject.name, op, cut_loc, cut_it)]
-            if region is not None:
+            passed = _called_argument(region)
+            if passed is not None:
+                # the forward ran inside a callable the decorated function was given (an
+                # optimizer's `step(closure)`): that call needs grad mode back, the decorator
+                # stays for what the function itself does (in-place updates of the weights)
+                call_at = SourceLoc.from_frame(region.frame)
+                related.append(Related("fix-at", passed, "torch.enable_grad()", call_at))
+                fix = (f"call `{passed}` with grad mode on inside `{region.function}`: "
+                       f"`with torch.enable_grad(): {call_at.code}` (line {call_at.line}), as "
+                       f"torch's own optimizers do; keep `@{region.api}` for the rest of `{region.function}`")
+            elif region is not None:
                 related.append(Related("fix-at", region.function, region.api, region.line))
-            fix = _fix(region, "no_grad", subject.name)
+                fix = _fix(region, "no_grad", subject.name)
+            else:
+                fix = _fix(region, "no_grad", subject.name)
             where = (f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off "
                      f"({_region_words(region)})" if region else
                      f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off")
@@ -193,6 +206,26 @@ def _tensor_name(t: Any, site: Site | None, region: Region | None) -> tuple[str 
         if name is not None:
             return name, SourceLoc.from_frame(fr)
     return None, None
+
+
+def _called_argument(region: Region | None) -> str | None:
+    """The callable a decorated no-grad function was given and calls on the region's line
+    (`closure` in `step(self, closure=None)`: `loss = closure()`), or None. The loss was computed
+    inside that call, so grad mode belongs back on around it, not off the whole function."""
+    if region is None or region.kind != "decorator" or region.frame is None:
+        return None
+    fr = region.frame
+    scope = enclosing_scope(fr.file, fr.line)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = scope.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    params.discard("self")
+    for name in called_names(fr.file, fr.line):
+        if name in params:
+            return name
+    return None
 
 
 def _region_words(region: Region | None) -> str:

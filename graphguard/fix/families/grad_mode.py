@@ -5,7 +5,7 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from ..tree import loc, subject_name, related, Source, dotted, grad_off, drop_rewraps
+from ..tree import loc, subject_name, related, Source, dotted, grad_off, drop_rewraps, parse_expr
 
 
 def enable_grad(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
@@ -13,6 +13,16 @@ def enable_grad(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str
     unwrap the `with torch.no_grad():` block, drop `torch.set_grad_enabled(False)` or a `@torch.no_grad()`
     decorator, nearest to the cut first; the `requires_grad = True` re-wrap that let backward run on a
     loss without history goes too (it would now fail on a non-leaf)."""
+    for r in related(f, "fix-at"):
+        # GG014 on a callable a no-grad function calls (an optimizer's `loss = closure()`): turn
+        # gradients back on around that call, the decorator stays for the function's own updates
+        line = loc(r.get("location"))[1] if r.get("op") == "torch.enable_grad()" else None
+        stmt = src.statement(line) if line else None
+        if stmt is not None:
+            block = cst.IndentedBlock(body=[stmt.with_changes(leading_lines=[])])
+            with_ = cst.With(items=[cst.WithItem(parse_expr("torch.enable_grad()"))], body=block,
+                             leading_lines=getattr(stmt, "leading_lines", ()))
+            yield ("enable-grad", line, src.replace(stmt, with_), f"call {r.get('name')} with gradients on")
     anchors = [ln for ln in [loc(r.get("location"))[1] for r in related(f, "cut-by", "fix-at")]
                + [loc(f.get("location"))[1]] if ln]
     if not anchors:
