@@ -50,6 +50,22 @@ def updated_by_an_optimizer(t: torch.Tensor, ctx: RuleContext) -> bool:
     return False
 
 
+def same_memory(t: torch.Tensor, v: object) -> bool:
+    """Whether assigning `v` to `t.data` changes nothing: `v` is `t`'s own data (same memory,
+    shape, strides and dtype). nn.Module._apply does `param.data = fn(param)` for every
+    parameter, and `.cpu()` / `.to(device)` on a tensor already there return it unchanged
+    (Lightning moves the model to the CPU when fit ends)."""
+    if v is t:
+        return True
+    if not isinstance(v, torch.Tensor):
+        return False
+    try:
+        return (v.data_ptr() == t.data_ptr() and v.dtype == t.dtype and v.shape == t.shape
+                and v.stride() == t.stride())
+    except Exception:  # no storage to compare (meta, sparse, some subclasses)
+        return False
+
+
 def written_since_step(t: torch.Tensor, ctx: RuleContext) -> bool:
     """Whether the program itself wrote `t` in place after the last optimizer step (the latest
     recorded write to its storage is of this iteration, and nothing wrote it since): assigning
@@ -116,6 +132,8 @@ class ParamDataAssign(Rule):
         if not isinstance(t, torch.Tensor) or ctx.in_optimizer_step():
             return None
         history = isinstance(v, torch.Tensor) and v.grad_fn is not None
+        if not history and same_memory(t, v):
+            return None  # a no-op: the parameter gets its own data back
         optimized = (ctx.is_optimized(t) and ctx.optimizer_steps() > 0
                      and updated_by_an_optimizer(t, ctx) and not written_since_step(t, ctx))
         if not (history or optimized):

@@ -384,4 +384,20 @@ def momentum_encoder_in_optimizer():
         opt.step()
 
 
-ALL += [sam_perturb_and_restore, momentum_encoder_in_optimizer]
+def model_moved_after_training():
+    """`model.cpu()` / `.to("cpu")` / `.float()` once training is done (Lightning's teardown):
+    nn.Module._apply assigns each parameter its own unchanged data through .data."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for _ in range(3):
+        loss = F.mse_loss(model(torch.randn(6, 4)), torch.randn(6, 1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.cpu()
+    model.to("cpu")
+    model.float()
+
+
+ALL += [sam_perturb_and_restore, momentum_encoder_in_optimizer, model_moved_after_training]
