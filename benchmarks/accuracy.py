@@ -135,14 +135,17 @@ def _label(path: Path) -> str:
 def same_name(found: str | None, offender: str) -> bool:
     """Whether a finding's subject name is the offender as written. Inside a method the program
     writes `self.fc2`, outside it `model.fc2`: the same object seen from two places, so a leading
-    `self` on either side matches any receiver when the rest of the path is the same."""
+    `self` on either side matches any receiver path (`self.rel_h` in a submodule's code is
+    `model.attn.rel_h` from the training loop) when the rest of the path is the same."""
     if not found:
         return False
     if found == offender:
         return True
-    head_f, _, rest_f = found.partition(".")
-    head_o, _, rest_o = offender.partition(".")
-    return bool(rest_f) and rest_f == rest_o and "self" in (head_f, head_o)
+    for a, b in ((found, offender), (offender, found)):
+        head, _, rest = a.partition(".")
+        if head == "self" and rest and b.endswith("." + rest):
+            return True
+    return False
 
 
 def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome, cwd: Path) -> None:
