@@ -478,6 +478,7 @@ class GraphGuard:
         self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
         orig_init = torch.optim.Optimizer.__init__
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init(orig_init))
+        self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
@@ -865,6 +866,22 @@ class GraphGuard:
             return orig(opt, params, *args, **kwargs)
 
         return __init__
+
+    def _wrap_parameter_new(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        """`nn.Parameter(h)` of a tensor with history makes a new leaf in C++, out of the mode's
+        sight: while recording, the dropped history is recorded as a cut (GG008's reason)."""
+        guard = self
+
+        def __new__(cls: Any, data: Any = None, requires_grad: bool = True) -> Any:
+            p = orig(cls, data, requires_grad)
+            if (guard.rec.recording and isinstance(data, torch.Tensor) and data.grad_fn is not None
+                    and torch.is_grad_enabled() and not guard.rec.busy and not guard._foreign()
+                    and not torch.compiler.is_compiling()):
+                failsafe(guard._internal_error, "recording an op", guard.rec.on_new_leaf,
+                         "nn.Parameter", data)
+            return p
+
+        return __new__
 
     def _empty_optimizer(self, opt: Any) -> None:
         self._dispatch(EmptyOptimizer(user_site(1), opt))  # may raise GraphMisuseError

@@ -288,6 +288,13 @@ class Recorder:
         return out
 
     # ---- other capture points ---------------------------------------------------------------
+    def on_new_leaf(self, name: str, data: torch.Tensor) -> None:
+        """A tensor with history was made a new leaf (`nn.Parameter(h)` in a forward): its
+        history is dropped as by a cut, so the cut is recorded (GG008 names it as the reason a
+        parameter behind `data` gets no gradient). PyTorch does this in C++, unseen by the mode."""
+        self._cur_site = None
+        self._record_cut(name, [data])
+
     def on_checkpoint(self, args: tuple, out: Any, used: list, grad_enabled: bool) -> None:
         """A reentrant checkpoint call returned: args are CheckpointFunction.apply's
         (function, preserve_rng_state, *inputs)."""

@@ -19,7 +19,8 @@ _OPS = {"gt": "comparison `>`", "lt": "comparison `<`", "ge": "comparison `>=`",
         "new_tensor": ".new_tensor(...) copy", "long": "integer cast", "int": "integer cast",
         "bool": "bool cast", "to": "dtype cast", "type": "dtype cast", "where": "torch.where",
         "topk": "topk indices", "sort": "sort indices", "max": "max indices", "bucketize": "bucketize",
-        "searchsorted": "searchsorted", "multinomial": "sampling", "bernoulli": "sampling"}
+        "searchsorted": "searchsorted", "multinomial": "sampling", "bernoulli": "sampling",
+        "nn.Parameter": "nn.Parameter(...) re-wrap"}
 
 
 def describe_op(cut: Cut) -> str:
@@ -61,6 +62,10 @@ def fix_for_cut(cut: Cut | None, name: str) -> str:
         return "use a straight-through estimator: x + (x.round() - x).detach()"
     if op == "detach":
         return "remove the .detach() on the path from " + name + " to the loss"
+    if op == "nn.Parameter":  # a computed weight wrapped as a new leaf: it starts a new graph
+        return ("use the computed tensor itself (a plain attribute or a functional call such as "
+                "torch.func.functional_call) instead of wrapping it in nn.Parameter, which starts "
+                "a new leaf and drops its history")
     if op in ("item", "tolist", "numpy", "tensor", "as_tensor", "new_tensor"):
         return "keep the value a tensor (torch.stack / torch.cat instead of torch.tensor(...) or .item())"
     return f"make the op at line {cut.site[0].line if cut.site else '?'} differentiable"
