@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-
+from typing import Any
 
 from ..events import BackwardCall
 from ..lookup.assigned import kept_attribute, name_where_made
@@ -14,6 +14,8 @@ from .base import Rule, display
 from .context import RuleContext
 
 __all__ = ["StaleGraph"]
+
+MAX_MEMBERS = 512  # stale nodes looked at for a trained parameter they read
 
 
 class StaleGraph(Rule):
@@ -126,10 +128,25 @@ class StaleGraph(Rule):
             name = subject.name
             fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
                    else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
+            # detaching is no fix when the stale part is the loss itself, or when it reads weights
+            # the optimizer trains: they would get no gradient through it. Build it again instead
+            trained = None if a.boundary == 0 else _trained_leaf(event, a, ctx)
+            rebuild = a.boundary == 0 or trained is not None
             if param is not None:
                 where = f" (line {param.cached_at.line})" if param.cached_at else ""
                 fix = (f"enter `parametrize.cached()`{where} around each forward, inside the loop, so "
                        f"{name} is computed again for every backward")
+            elif rebuild:
+                what = display(name, "it")
+                if trained is None:
+                    fix = (f"compute {what} again in each iteration, from the current weights: the "
+                           f"forward that makes it belongs inside the loop (a detached {what} "
+                           "leaves backward nothing to run)")
+                else:
+                    fix = (f"build {what} again in each iteration instead of keeping the first one: "
+                           f"it depends on {display(trained)}, which the optimizer trains, so "
+                           f".detach() would stop {display(trained)}'s gradient")
+                related += ctx.fix_at(subject.created_at, name, "rebuild each iteration")
             else:
                 related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
         crash = " and fail (its saved buffers were freed)" if a.kind == "freed" else " (retain_graph keeps it alive)"
@@ -177,3 +194,19 @@ class StaleGraph(Rule):
              "crash": " and fail (its saved buffers were freed)", "fix": fix, "name": display(name)},
             related, graph=snapshot_with_roles(event, roles, top, name,
                                                f"GG001: {name or 'stale graph'}", ctx.creation))]
+
+
+def _trained_leaf(event: BackwardCall, a: Any, ctx: RuleContext) -> str | None:
+    """The name of a parameter an optimizer holds that the stale part reads directly (one of its
+    nodes feeds that parameter's AccumulateGrad), or None. Looked at only when GG001 reports."""
+    params = {id(p) for p in ctx.optimized_params()}
+    if not params or event.scan is None:
+        return None
+    nodes = event.scan.nodes
+    for i in sorted(a.members)[:MAX_MEMBERS]:
+        for nxt, _ in getattr(nodes[i], "next_functions", None) or ():
+            v = getattr(nxt, "variable", None)
+            if v is not None and id(v) in params:
+                hit = ctx.name_of(v)
+                return hit.name if hit is not None and hit.name else "a trained parameter"
+    return None
