@@ -218,9 +218,10 @@ class Recorder:
             for t in iter_tensors(target, 1):
                 try:
                     ptr = t.untyped_storage().data_ptr()
+                    version = t._version  # raises for an inference tensor (no version counter)
                 except Exception:
-                    continue
-                self.inplace_log[ptr] = InplaceRecord(name, self.site(), t._version, it)
+                    continue  # nothing to log: no backward can have saved such a tensor
+                self.inplace_log[ptr] = InplaceRecord(name, self.site(), version, it)
             if len(self.inplace_log) > MAX_INPLACE_LOG:
                 # keyed by address: freed storages' entries would pile up over a long run
                 del self.inplace_log[next(iter(self.inplace_log))]

@@ -400,4 +400,24 @@ def model_moved_after_training():
     model.float()
 
 
-ALL += [sam_perturb_and_restore, momentum_encoder_in_optimizer, model_moved_after_training]
+def inference_mode_eval_inplace():
+    """Validation under torch.inference_mode() between training steps, through in-place layers
+    (ReLU(inplace=True)) and an in-place op on the result: inference tensors have no version
+    counter."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(3):
+        loss = F.cross_entropy(model(torch.randn(6, 4)), torch.randint(0, 2, (6,)))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        model.eval()
+        with torch.inference_mode():
+            probs = model(torch.randn(6, 4)).softmax(1)
+            probs.mul_(100.0)
+        model.train()
+
+
+ALL += [sam_perturb_and_restore, momentum_encoder_in_optimizer, model_moved_after_training,
+        inference_mode_eval_inplace]
