@@ -421,3 +421,102 @@ def inference_mode_eval_inplace():
 
 ALL += [sam_perturb_and_restore, momentum_encoder_in_optimizer, model_moved_after_training,
         inference_mode_eval_inplace]
+
+
+def spectral_norm_gan():
+    """A hinge-loss GAN whose discriminator uses spectral_norm parametrizations (power iteration
+    updates their u/v buffers in place at every forward)."""
+    from torch.nn.utils.parametrizations import spectral_norm
+
+    torch.manual_seed(0)
+    D = nn.Sequential(spectral_norm(nn.Linear(2, 16)), nn.LeakyReLU(0.2), spectral_norm(nn.Linear(16, 1)))
+    G = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt_d = torch.optim.Adam(D.parameters(), 1e-3, betas=(0.0, 0.9))
+    opt_g = torch.optim.Adam(G.parameters(), 1e-3, betas=(0.0, 0.9))
+    for _ in range(4):
+        real, z = torch.randn(8, 2), torch.randn(8, 3)
+        fake = G(z)
+        d_loss = F.relu(1 - D(real)).mean() + F.relu(1 + D(fake.detach())).mean()
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+        g_loss = -D(fake).mean()
+        opt_g.zero_grad()
+        g_loss.backward()
+        opt_g.step()
+
+
+class GradReverse(torch.autograd.Function):
+    """Identity forward, negated (scaled) gradient backward."""
+
+    @staticmethod
+    def forward(ctx, x, lambd):
+        ctx.lambd = lambd
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.neg() * ctx.lambd, None
+
+
+def dann_gradient_reversal():
+    """Domain-adversarial training: a custom autograd.Function reverses the gradient into the
+    shared features."""
+    torch.manual_seed(0)
+    feat, cls, dom = nn.Linear(4, 8), nn.Linear(8, 2), nn.Linear(8, 2)
+    opt = torch.optim.SGD([*feat.parameters(), *cls.parameters(), *dom.parameters()], lr=0.1, momentum=0.9)
+    for _ in range(4):
+        xs, ys, xt = torch.randn(6, 4), torch.randint(0, 2, (6,)), torch.randn(6, 4)
+        hs, ht = F.relu(feat(xs)), F.relu(feat(xt))
+        loss = F.cross_entropy(cls(hs), ys)
+        h = GradReverse.apply(torch.cat([hs, ht]), 0.5)
+        loss = loss + F.cross_entropy(dom(h), torch.cat([torch.zeros(6), torch.ones(6)]).long())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def ensemble_vmap_stack_module_state():
+    """An ensemble trained through torch.func.stack_module_state + vmap over functional_call on a
+    meta-device copy: the stacked tensors are the optimized leaves."""
+    import copy
+
+    from torch.func import functional_call, stack_module_state, vmap
+
+    torch.manual_seed(0)
+    models = [nn.Linear(4, 1) for _ in range(3)]
+    params, buffers = stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+
+    def f(p, b, x):
+        return functional_call(base, (p, b), (x,))
+
+    opt = torch.optim.Adam(list(params.values()), 1e-2)
+    for _ in range(3):
+        preds = vmap(f, in_dims=(0, 0, None))(params, buffers, torch.randn(5, 4))
+        loss = preds.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def lookahead_optimizer():
+    """Lookahead: every k steps the slow weights move toward the fast ones and the fast weights
+    are reset to them in place under no_grad."""
+    torch.manual_seed(0)
+    m = nn.Linear(4, 1)
+    inner = torch.optim.Adam(m.parameters(), 1e-2)
+    slow = [p.detach().clone() for p in m.parameters()]
+    for k in range(6):
+        loss = F.mse_loss(m(torch.randn(5, 4)), torch.randn(5, 1))
+        inner.zero_grad()
+        loss.backward()
+        inner.step()
+        if (k + 1) % 3 == 0:
+            with torch.no_grad():
+                for p, s in zip(m.parameters(), slow):
+                    s.add_(p - s, alpha=0.5)
+                    p.copy_(s)
+
+
+ALL += [spectral_norm_gan, dann_gradient_reversal, ensemble_vmap_stack_module_state, lookahead_optimizer]
