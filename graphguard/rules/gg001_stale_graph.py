@@ -73,6 +73,9 @@ class StaleGraph(Rule):
             return self._consumed_outside(event, ctx)
         if is_carried(a, ctx.optimizer_steps()):
             return None
+        if a.kind == "freed" and a.same_call_line and a.built_together \
+                and unreset_accumulator(event, a, ctx) is None:
+            return None  # two losses built together, backwarded in turn from one line: GG003's
         acc = None
         if not a.same_call_line:
             # Another backward call reached it: with freed buffers that is GG003 (unless the loss

@@ -55,7 +55,10 @@ class DoubleBackward(Rule):
 
     def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)
-        if a.kind != "freed" or a.same_call_line or is_carried(a, ctx.optimizer_steps()):
+        # one backward line run twice is an earlier iteration's graph (GG001), unless this loss was
+        # built together with the first one (`for l in losses.values(): l.backward()`)
+        if a.kind != "freed" or a.same_call_line and not a.built_together \
+                or is_carried(a, ctx.optimizer_steps()):
             return None
         if unreset_accumulator(event, a, ctx) is not None:
             return None  # the loss variable itself carries the freed graph: GG001's

@@ -26,6 +26,9 @@ class StaleAnalysis:
     same_call_line: bool = False  # that backward was called from the line of this one
     carried: bool = False  # the line that made the stale part also made this iteration's graph
     kept: bool = False  # joined through unconsumed nodes of an earlier iteration (see is_carried)
+    # the whole graph, root included, predates the earlier backward, which did not run the root:
+    # two losses built together and backwarded one after the other (a loop over a dict of losses)
+    built_together: bool = False
 
 
 def is_carried(a: "StaleAnalysis", optimizer_steps: int) -> bool:
@@ -83,7 +86,8 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
             k = par[k]
         # climbing to the root means the whole graph predates that backward (two losses built
         # together): the traversed part itself is the shared one
-        out.boundary = j if par[k] < 0 and k != j and old(k) else k
+        out.built_together = par[k] < 0 and k != j and old(k)
+        out.boundary = j if out.built_together else k
         if out.mark and out.mark.site and call.site:
             out.same_call_line = out.mark.site[0][:2] == call.site[0][:2]
         out.carried = _carried(scan, out)
