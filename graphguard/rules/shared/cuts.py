@@ -23,6 +23,14 @@ _OPS = {"gt": "comparison `>`", "lt": "comparison `<`", "ge": "comparison `>=`",
         "nn.Parameter": "nn.Parameter(...) re-wrap"}
 
 
+def _leaves_torch(frame: Any) -> bool:
+    """The cut's line sends the detached value out of torch (`.detach().numpy()`, `.cpu().numpy()`,
+    `.tolist()`): read from the source, wording only."""
+    import linecache
+    code = linecache.getline(frame.file, frame.line)
+    return ".detach()" in code and any(k in code for k in (".numpy()", ".tolist()"))
+
+
 def describe_op(cut: Cut) -> str:
     base = _OPS.get(cut.op, cut.op)
     return f"{base} under torch.no_grad()" if cut.no_grad else base
@@ -61,6 +69,11 @@ def fix_for_cut(cut: Cut | None, name: str) -> str:
     if op in ("round", "floor", "ceil"):
         return "use a straight-through estimator: x + (x.round() - x).detach()"
     if op == "detach":
+        if cut.site and _leaves_torch(cut.site[0]):
+            # `pred.detach().numpy()`: the detach is there for the trip through numpy, which is
+            # what drops the graph; removing it alone would make .numpy() fail
+            return ("compute that value with torch ops instead of the .detach() + numpy round trip "
+                    "on the path from " + name + " to the loss")
         return "remove the .detach() on the path from " + name + " to the loss"
     if op == "nn.Parameter":  # a computed weight wrapped as a new leaf: it starts a new graph
         return ("use the computed tensor itself (a plain attribute or a functional call such as "
