@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..lookup.names import resolve
+from ..lookup.names import find_names, resolve
 
 from ..events import InplaceOp
 from ..model import Finding
@@ -79,8 +79,11 @@ class LeafInplace(Rule):
     events = (InplaceOp,)
 
     def check(self, event: InplaceOp, ctx: RuleContext) -> list[Finding] | None:
-        # Quiet under no_grad and inside optimizer.step() (its updates are the legitimate kind).
-        if not event.grad_enabled or ctx.in_optimizer_step() or event.func in _ALLOWED:
+        # Quiet under no_grad (an update is the legitimate kind). Inside optimizer.step() too: torch's
+        # optimizers update under no_grad; a step of the user's own that runs with grad mode on (a
+        # custom optimizer written without @torch.no_grad()) is refused by PyTorch like any other
+        # in-place write into a leaf, so it is reported like one.
+        if not event.grad_enabled or event.func in _ALLOWED:
             return None
         leaf = written_leaf(event.target)
         if leaf is None:
@@ -98,6 +101,13 @@ class LeafInplace(Rule):
             # over the canonical module path, which stays in the summary; a bare loop variable
             # (`for p in model.parameters(): p.add_(...)`) says less than the path, which wins
             subject = replace(subject, name=written, summary=f"{subject.name}: {subject.summary}")
+        if hit is not None and hit.scope == "element" and subject.name == hit.name \
+                and isinstance(leaf, torch.nn.Parameter):
+            # an element of a container (`group['params'][0]` inside an optimizer's step) says less
+            # than the module path the training code knows the parameter by (`model.weight`)
+            path = next((h for h in find_names(lambda v: v is leaf, ctx.frames()) if h.scope == "parameter"), None)
+            if path is not None:
+                subject = replace(subject, name=path.name)
         name = subject.name
         fix = self._fix(ctx, leaf, name, frame)
         # the fix goes on the offending line itself (under torch.no_grad(), or out of place)
