@@ -98,3 +98,31 @@ def test_clean_script_exits_zero(tmp_path):
     p = gg("run", "--no-diagrams", "ok.py", "3", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "no findings" in p.stderr
+
+
+CUSTOM_STEP = textwrap.dedent("""\
+    import torch
+    class MySGD(torch.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, {"lr": lr})
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p -= group["lr"] * p.grad
+    model = torch.nn.Linear(3, 1)
+    opt = MySGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        loss = model(torch.randn(4, 3)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+def test_custom_optimizer_step_with_grad_on_is_reported_before_pytorch_refuses(tmp_path):
+    (tmp_path / "train.py").write_text(CUSTOM_STEP)
+    gg("run", "--mode", "collect", "--no-diagrams", "--json", "r.json", "train.py", cwd=tmp_path)
+    rep = json.loads((tmp_path / "r.json").read_text())
+    found = [(f["code"], f["subject"]["name"], f["location"]["line"], f["before_crash"]) for f in rep["findings"]]
+    assert found == [("GG006", "model.weight", 9, True)]
