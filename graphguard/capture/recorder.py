@@ -6,6 +6,7 @@ keep it lean. Judging happens in rules/, wording in the rule templates, output i
 from __future__ import annotations
 
 import weakref
+from collections import deque
 from typing import Any, Callable
 
 import torch
@@ -16,7 +17,7 @@ from ..model import Site
 from .failsafe import PASSTHROUGH
 from .graph import iter_tensors, leaf_of, walk
 from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, inplace_target
-from .state import Cut, InplaceRecord, LeafRecord, LeafSite, Packed
+from .state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Packed
 from .state import Stamp
 from .sites import user_site
 
@@ -28,6 +29,10 @@ INFERENCE_FRAMES = 12  # user frames kept for them (the no-grad region may be fa
 MAX_INFERENCE = 4096  # live tensors made under inference_mode whose site is kept (GG014)
 CUT_WALK = 2000  # nodes walked to find the leaves behind a cut
 _SCALAR_OUT = frozenset({"item", "tolist", "numpy", "__float__", "__int__", "__bool__"})
+# sums and differences: a term without gradient added to one with it adds nothing to the gradient
+_ADDITIVE = frozenset({"add", "sub", "add_", "sub_", "__add__", "__radd__", "__iadd__", "__sub__",
+                       "__rsub__", "__isub__"})
+MAX_ADDED_TERMS = 64  # the latest added terms kept (a loss has a few; they are judged per iteration)
 
 
 class SavedTensorModified(RuntimeError):
@@ -70,6 +75,8 @@ class Recorder:
         # cuts whose values went into a tensor that has history again (`p - lr * grad` after
         # autograd.grad): they did not sever what follows (GG009 names another cut first)
         self.healed: set[int] = set()
+        # scalars without gradient, cut from values with one, added into a scalar with one (GG009)
+        self.added_terms: "deque[AddedTerm]" = deque(maxlen=MAX_ADDED_TERMS)
         self.inplace_log: dict[int, InplaceRecord] = {}  # storage data_ptr -> latest write
         self.packs: "weakref.WeakSet[Packed]" = weakref.WeakSet()
         # whether pack/unpack are on the saved-tensor hook stack: on while recording; off in light
@@ -203,6 +210,8 @@ class Recorder:
                 self._record_leaf(o, name)
         if taint_in and any_rg_out:  # only ops reading a cut value
             self.healed.update(taint_in)
+            if name in _ADDITIVE and len(outs) == 1 and outs[0].numel() == 1:
+                self._record_added_term(name, tensors)
         if rg_in and not any_rg_out and not self.in_step and target is None:
             used = self.ckpt_used
             if used is not None and len(used) < 256:
@@ -245,6 +254,21 @@ class Recorder:
         if t in self.optimized:
             stats.used = True
         self.leaves[t] = LeafRecord(site, self.clock.iteration, func, stats)
+
+    def _record_added_term(self, name: str, tensors: list[torch.Tensor]) -> None:
+        """A scalar sum with gradient took in a tensor without one that was cut from values with
+        one (its taint): a loss term that trains nothing (`loss = ce + dice(argmax(p), y)`).
+        Values of more than one element are not terms (`x + (q - x).detach()`, the
+        straight-through estimator, adds a cut value on purpose)."""
+        if not any(t.requires_grad for t in tensors):
+            return
+        for t in tensors:
+            if not t.requires_grad and t.numel() == 1:
+                cuts = self.taint.get(t)
+                if cuts:
+                    self.added_terms.append(AddedTerm(name, self.site(), self.clock.iteration,
+                                                      frozenset(cuts), weakref.ref(t)))
+                    return
 
     def _record_cut(self, name: str, tensors: list[torch.Tensor]) -> int:
         site = self.site()

@@ -61,6 +61,19 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class AddedTerm:
+    """A scalar without gradient, computed through cuts from values that had one, added to a
+    scalar that has a gradient (`loss = ce + dice_from_argmax`): it changes the sum's value and
+    gives nothing to its gradient."""
+
+    op: str  # `add`, `__add__`, `__iadd__`, `sub`, ...
+    site: Site  # where it is added
+    iteration: int
+    cuts: frozenset[int]  # indices of the cuts behind the added value (its taint)
+    value: Any  # a weak reference to the added value
+
+
+@dataclass(frozen=True)
 class InplaceRecord:
     """An in-place write seen by the mode (kept per storage, latest only)."""
 

@@ -14,7 +14,7 @@ from ..lookup.source import assigned_targets
 from ..capture.graph import summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
-from ..capture.state import Cut, InplaceRecord, LeafRecord, LeafSite, Mark, Packed, Stamp
+from ..capture.state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Mark, Packed, Stamp
 from ..events import Clock, Event
 from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
 
@@ -220,6 +220,27 @@ class RuleContext:
         ids = taint.get(t) or frozenset()
         cuts = self._rec.cuts
         return [cuts[i] for i in sorted(ids) if i in cuts]
+
+    def name_of_cut_value(self, cut_ids: frozenset[int]) -> NameHit | None:
+        """The user's name for a live scalar without gradient computed through one of the cuts
+        `cut_ids` (the term as the program holds it: `dice_loss`, when `lam * dice_loss` is
+        what was added)."""
+        taint = self._rec.taint
+        if not len(taint):
+            return None
+
+        def computed_through(v: Any) -> bool:
+            if not isinstance(v, torch.Tensor) or v.requires_grad or v.numel() != 1:
+                return False
+            ids = taint.get(v)
+            return bool(ids) and not ids.isdisjoint(cut_ids)
+
+        return find_name(computed_through)
+
+    def added_terms(self) -> list[AddedTerm]:
+        """Recorded scalars without gradient, cut from values with one, added into a scalar with
+        one (a loss term that trains nothing), oldest first."""
+        return list(self._rec.added_terms)
 
     def cut_healed(self, cut: Cut) -> bool:
         """Whether a value the cut made went into a tensor with history again (combined with

@@ -16,6 +16,10 @@ from .context import RuleContext
 
 __all__ = ["LossWithoutGrad"]
 
+_DELIBERATE = frozenset({"detach", "detach_", "data", "__get__"})  # cuts that say "no gradient here"
+# copies of requires-grad tensors (`torch.tensor([a, b])`): GG104 reports the copy itself
+_COPIES = frozenset({"tensor", "as_tensor", "new_tensor", "asarray"})
+
 
 class LossWithoutGrad(Rule):
     """## What it does
@@ -54,7 +58,13 @@ class LossWithoutGrad(Rule):
     As a warning, it also fires when only one term of a loss is cut while the other terms train:
     values cut from the optimized parameters (a comparison, argmax) are added into an accumulator
     made with `requires_grad=True` (`loss = torch.tensor(0., requires_grad=True)`, then
-    `loss = loss + ...`), whose part of the graph reaches no optimized parameter.
+    `loss = loss + ...`), whose part of the graph reaches no optimized parameter; or a scalar
+    with no gradient, cut from them, is added to a loss that has one (`loss = ce + dice` with
+    `dice` computed from `pred.argmax(1)`): that term only shifts the loss's value. The
+    finding names the term, the line that adds it (`added-at`) and the cut (`fix-at`). A term
+    made constant on purpose, with `.detach()` or under `torch.no_grad()`, is left alone, and so
+    is a cut value of more than one element added to one with history (the straight-through
+    estimator `x + (x.round() - x).detach()`).
 
     ## Known problems
     The re-wrap and one-term checks run while the guard records in full (the first iterations)
@@ -79,7 +89,7 @@ class LossWithoutGrad(Rule):
         rewrapped = self._rewrapped(event, ctx)
         if rewrapped is not None:
             return [rewrapped]
-        term = self._term_cut(event, ctx)
+        term = self._term_cut(event, ctx) or self._added_term(event, ctx)
         if term is not None:
             out.append(term)
         for root in event.roots:
@@ -287,6 +297,68 @@ class LossWithoutGrad(Rule):
             if match:
                 return self._term_finding(ctx, event, leaf, match)
         return None
+
+    def _added_term(self, event: BackwardCall, ctx: RuleContext) -> Finding | None:
+        """One term of a loss that trains, added as a plain value: a scalar cut from the
+        optimized parameters (`dice = dice_score(pred.argmax(1), y)`, a count of correct
+        predictions, `.item()` of a penalty) summed into a loss that has a gradient
+        (`loss = ce + dice`). Backward runs on the other terms; this one only shifts the value.
+        Recorded at the sum (capture: `AddedTerm`), judged when the loss it went into reaches
+        backward, in the iteration that made it."""
+        if event.api != "backward" or not ctx.any_optimized() or not ctx.recording_details():
+            return None
+        terms = [t for t in ctx.added_terms() if t.iteration == ctx.iteration]
+        if not terms:
+            return None
+        for root in event.roots:
+            if not isinstance(root, torch.Tensor) or root.grad_fn is None:
+                continue
+            behind = ctx.cuts_behind(root)
+            if not behind:
+                continue
+            for term in terms:
+                # an explicit `.detach()` or `torch.no_grad()` says the term is a constant on
+                # purpose (a detached statistic, a logged value): only cuts made unawares count
+                cuts = [c for c in behind if c.index in term.cuts and c.site and not c.no_grad
+                        and c.op not in _DELIBERATE and c.op not in _COPIES
+                        and any(ctx.is_optimized(w()) for w in c.leaves if w() is not None)]
+                if cuts:
+                    return self._added_term_finding(ctx, event, term, cuts)
+        return None
+
+    def _added_term_finding(self, ctx: RuleContext, event: BackwardCall, term: Any,
+                            cuts: list[Any]) -> Finding:
+        value = term.value()
+        hit = ctx.name_of(value) if value is not None else None
+        if hit is None:  # a temporary was added (`lam * dice_loss`): the value it was made from
+            hit = ctx.name_of_cut_value(term.cuts)
+            value = hit.value if hit is not None else value
+        subject = ctx.subject(value, hit=hit) if value is not None else Subject(None, "tensor")
+        # the first cut is where the term lost its gradient (argmax before the one-hot, the
+        # comparison before the count): the fix goes there
+        c = cuts[0]
+        params = []
+        for r in c.leaves:
+            v = r()
+            if v is not None and ctx.is_optimized(v):
+                label = leaf_label(ctx, v)
+                if label and label not in params:
+                    params.append(label)
+        who = ", ".join(params[:3]) if params else "the optimized parameters"
+        added = term.site[0].line if term.site else "?"
+        why = (f"it is added to the loss at line {added} but was cut from {who} by "
+               f"{describe_op(c)} at line {c.site[0].line}, so it changes the loss's value and "
+               "gives no gradient")
+        fix = (fix_for_cut(c, params[0] if params else "the parameters") +
+               ", or leave it out of the loss and log it on its own")
+        related = [Related("added-at", subject.name, term.op, ctx.loc(term.site))]
+        related += cut_related(ctx, cuts)
+        related += ctx.fix_at(ctx.loc(c.site), None, describe_op(c))
+        graph = cut_snapshot(ctx, cuts, [], "GG009: a term of the loss is cut", sink=event.roots[0],
+                             entry_site=event.site)
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"why": why, "fix": fix, "name": display(subject.name, "A term of the loss"),
+                             "state": "trains nothing"}, related, graph=graph, severity="warning")
 
     def _term_finding(self, ctx: RuleContext, event: BackwardCall, leaf: torch.Tensor,
                       cuts: list[Any]) -> Finding:
