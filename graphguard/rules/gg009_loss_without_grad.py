@@ -73,6 +73,9 @@ class LossWithoutGrad(Rule):
     statement that made the loss, followed into the user's helpers that return it.
     Cuts are recorded during full recording only (the first iterations); afterwards the finding
     says the loss has no grad_fn without naming the cut.
+    A loss term computed under `torch.no_grad()` is taken as meant (a constant the author wants
+    in the reported value); when it is a mistake (an entropy bonus computed from log-probs that a
+    no-grad helper returned), it is not reported.
     """
 
     code = "GG009"
