@@ -136,10 +136,12 @@ def same_name(found: str | None, offender: str) -> bool:
     """Whether a finding's subject name is the offender as written. Inside a method the program
     writes `self.fc2`, outside it `model.fc2`: the same object seen from two places, so a leading
     `self` on either side matches any receiver path (`self.rel_h` in a submodule's code is
-    `model.attn.rel_h` from the training loop) when the rest of the path is the same."""
+    `model.attn.rel_h` from the training loop) when the rest of the path is the same. An entry of
+    the offender, as the program indexes it (`total_loss['BoxLoss']` of a dict `total_loss`),
+    names it too."""
     if not found:
         return False
-    if found == offender:
+    if found == offender or found.startswith(offender + "["):
         return True
     for a, b in ((found, offender), (offender, found)):
         head, _, rest = a.partition(".")

@@ -18,6 +18,7 @@ from accuracy import same_name  # noqa: E402
     ("self.fc2", "model.fc2"),
     ("model.attn.rel_h", "self.rel_h"),  # a parameter made in a submodule's forward
     ("net.blocks.0.conv.weight", "self.conv.weight"),
+    ("total_loss['BoxLoss']", "total_loss"),  # an entry of a dict of running sums
 ])
 def test_same_object_seen_from_two_places(found: str, offender: str) -> None:
     assert same_name(found, offender)
@@ -29,6 +30,8 @@ def test_same_object_seen_from_two_places(found: str, offender: str) -> None:
     ("model.xrel_h", "self.rel_h"),  # a suffix of a name, not of the path
     ("rel_h", "self.rel_h"),
     ("hidden", "self.hidden.weight"),
+    ("total_loss_2['BoxLoss']", "total_loss"),
+    ("losses", "losses[0]"),
 ])
 def test_different_objects(found: str | None, offender: str) -> None:
     assert not same_name(found, offender)
