@@ -184,3 +184,24 @@ def test_sign_gets_a_straight_through_estimator() -> None:
         """
     fams = _texts(src, _finding("GG013", "w", 3, created=2, fix_at=[3]))
     assert fams["straight-through"][0].splitlines()[2] == "out = ((w + (torch.sign(w) - w).detach()) * 2).sum()"
+
+
+SLICE_INIT = """\
+    import torch
+    def init(E):
+        E[:, 0::2] = torch.ones(4, 2)
+        E[:, 1::2] = torch.zeros(4, 2)
+        E.detach_()
+        print(E.shape)
+    """
+
+
+def test_leaf_writes_in_a_row_are_wrapped_together() -> None:
+    """GG006 on the first of several in-place writes into one leaf: wrapping it alone leaves the
+    next write for PyTorch to refuse, so the run of writes into `E` goes under one no_grad."""
+    texts = _texts(SLICE_INIT, _finding("GG006", "E", 3))["no-grad-update"]
+    together = textwrap.dedent(SLICE_INIT).replace(
+        "    E[:, 0::2] = torch.ones(4, 2)\n    E[:, 1::2] = torch.zeros(4, 2)\n    E.detach_()\n",
+        "    with torch.no_grad():\n        E[:, 0::2] = torch.ones(4, 2)\n        E[:, 1::2] = torch.zeros(4, 2)\n"
+        "        E.detach_()\n")
+    assert together in texts
