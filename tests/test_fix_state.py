@@ -95,7 +95,7 @@ PROGRAMS = {
         """,
     # an adaptive threshold kept on a submodule, no reset method: detached on every such module
     "adaptive_threshold": """\
-        # fix: GG004 detach-module-state 33
+        # fix: GG004 detach-carried-state 33
         import torch
         from torch import nn
 
@@ -237,7 +237,8 @@ SPELLED = {
     "lstm_pair": "+    state = tuple(t.detach() for t in state)",
     "gru_none_first": "+        hx = hx.detach() if hx is not None else None",
     "integrator_with_clear": "+            m.clear()",
-    "adaptive_threshold": "+            m.threshold = m.threshold.detach()",
+    # named `self.threshold` as the module writes it, reached from the loop as net.gate.threshold
+    "adaptive_threshold": "+    net.gate.threshold = net.gate.threshold.detach()",
     "number_until_first_forward": "+            m.level = m.level.detach() if torch.is_tensor(m.level) else m.level",
 }
 
