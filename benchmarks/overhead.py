@@ -188,15 +188,21 @@ def render_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+FREE = 0.02  # "within 2% of plain where anomaly mode itself is free" (issue 15)
+
+
 def judge(name: str, res: dict[str, Any]) -> None:
-    """The budget: default GraphGuard at most the workload's ratio, and below detect_anomaly
-    without NaN checks."""
+    """The budget (issue 15): default GraphGuard at most the workload's ratio, and below
+    detect_anomaly without NaN checks, or within FREE of plain where anomaly mode is itself free
+    (the `nn.LSTM` step: one fused op for the whole sequence)."""
     vs = res["variants"]
     res["budget"] = WORKLOADS[name].budget
     gg = vs.get("graphguard")
     ok = gg is not None and gg["ratio"] <= res["budget"]
     if gg is not None and "anomaly_nonan" in vs:
-        ok = ok and gg["ratio"] < vs["anomaly_nonan"]["ratio"]
+        anomaly = vs["anomaly_nonan"]["ratio"]
+        free = anomaly <= 1 + FREE and gg["ratio"] <= 1 + FREE
+        ok = ok and (gg["ratio"] < anomaly or free)
     res["within_budget"] = ok
 
 
