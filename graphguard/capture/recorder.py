@@ -81,7 +81,7 @@ class Recorder:
         self.packs: "weakref.WeakSet[Packed]" = weakref.WeakSet()
         # whether pack/unpack are on the saved-tensor hook stack: on while recording; off in light
         # mode, where PyTorch's own version check runs and the backward check reads it
-        # (capture/saved.adopt_modified_saved)
+        # (capture/saved.SavedCheck)
         self.saved_hooks_on = False
         self._cur_op = ""
         self._cur_site: Site | None = None
