@@ -340,13 +340,7 @@ class LossWithoutGrad(Rule):
         # the first cut is where the term lost its gradient (argmax before the one-hot, the
         # comparison before the count): the fix goes there
         c = cuts[0]
-        params = []
-        for r in c.leaves:
-            v = r()
-            if v is not None and ctx.is_optimized(v):
-                label = leaf_label(ctx, v)
-                if label and label not in params:
-                    params.append(label)
+        params = _optimized_labels(ctx, c)
         who = ", ".join(params[:3]) if params else "the optimized parameters"
         added = term.site[0].line if term.site else "?"
         why = (f"it is added to the loss at line {added} but was cut from {who} by "
@@ -371,13 +365,7 @@ class LossWithoutGrad(Rule):
             subject = Subject(point.name, "tensor", subject.summary, point.where or subject.created_at,
                               ctx.iteration)
         c = cuts[0]
-        params = []
-        for r in c.leaves:
-            v = r()
-            if v is not None and ctx.is_optimized(v):
-                label = leaf_label(ctx, v)
-                if label and label not in params:
-                    params.append(label)
+        params = _optimized_labels(ctx, c)
         who = ", ".join(params[:3]) if params else "the optimized parameters"
         why = (f"the values added into it were cut from {who} by {describe_op(c)} at line "
                f"{c.site[0].line}, so that term gives them no gradient while the other terms do")
@@ -388,12 +376,24 @@ class LossWithoutGrad(Rule):
         if point is not None:
             related += point.related
             related += ctx.fix_at(point.where, point.name, "requires_grad=True")
-        graph = cut_snapshot(ctx, cuts, [leaf], f"GG009: a term of the loss is cut", sink=event.roots[0],
+        graph = cut_snapshot(ctx, cuts, [leaf], "GG009: a term of the loss is cut", sink=event.roots[0],
                              entry_site=event.site)
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
                             {"why": why, "fix": fix, "name": display(subject.name, "A term of the loss"),
                              "state": "carries a term of the loss that trains nothing"}, related,
                             graph=graph, severity="warning")
+
+
+def _optimized_labels(ctx: RuleContext, cut: Any) -> list[str]:
+    """The user's names of the optimized parameters behind a cut, each once, in its order."""
+    params: list[str] = []
+    for r in cut.leaves:
+        v = r()
+        if v is not None and ctx.is_optimized(v):
+            label = leaf_label(ctx, v)
+            if label and label not in params:
+                params.append(label)
+    return params
 
 
 def _severing_first(cuts: list, ctx: RuleContext) -> list:
