@@ -654,7 +654,7 @@ class GraphGuard:
                     if quiet:
                         skim = self._skimming()
                     else:  # something new: this window is judged in full (NOTE [skimmed iterations])
-                        self._full_until = max(self._full_until, self.iteration + self._window())
+                        self._judge_through(self._window())
             except Exception as err:
                 self._internal_error(err, "checking a backward call")
             finally:
