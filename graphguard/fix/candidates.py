@@ -49,6 +49,9 @@ from .families.copies import stack_copies
 from .families.roundtrip import keep_tensor_roundtrip
 from .families.select import gate_selection
 from .families.downstream import keep_history_downstream
+from .families.containers import register_nested_container
+from .families.after_backward import detach_after_backward
+from .families.cached import uncache_call
 from .tree import Maker, Source, drop_rewraps, loc, subject_name
 
 __all__ = ["Candidate", "FAMILIES", "RANK", "SILENT", "candidates_for", "subject_name"]
@@ -121,6 +124,18 @@ for _code in ("GG008", "GG009"):
     FAMILIES[_code][:0] = [stack_copies, keep_tensor_roundtrip, gate_selection]
     FAMILIES[_code].append(keep_history_downstream)  # .data / .detach() on another use of the cut value
 RANK.update({"stack-copies": -1, "keep-tensor-roundtrip": -1, "gate-selection": -1})
+# a list of layers kept in a container (its own ModuleList too, where a plain ModuleList refuses
+# it); a kept loss that is backwarded through its holder, detached after that backward (detaching
+# where it is stored cuts the loss); a value returned by a cache, computed again with the cache off
+# (a detach would cut the trained input). Each is proposed only where the simpler edit cannot work.
+FAMILIES["GG011"].append(register_nested_container)
+FAMILIES["GG101"].append(detach_after_backward)
+FAMILIES["GG001"].insert(0, uncache_call)
+FAMILIES["GG003"].insert(0, uncache_call)
+RANK.update({"nested-modulelist": -1, "nested-moduledict": -1, "detach-after-backward": -1,
+             "uncache-transform": -1, "uncache-function": -1,
+             # the layers the finding says forward builds, moved to __init__ together
+             "layers-to-init": -1})
 SILENT = {"GG008", "GG009", "GG011", "GG013"}  # no error from PyTorch: gradients are checked after the patch
 
 

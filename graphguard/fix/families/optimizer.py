@@ -225,23 +225,37 @@ def add_param_group(src: Source, f: dict[str, Any], file: str) -> Out:
 def _spelled_at(src: Source, f: dict[str, Any], name: str, params: list[Any]) -> str | None:
     """`name` as the optimizer's line can read it: unchanged unless it starts with `self.`; then
     with the model the other groups are read from (`net` of `net.fc.parameters()`), when that
-    name is bound to an instance of the class the subject was built in."""
+    name is bound to an instance of the class the subject was built in; with groups over several
+    submodules, through the one whose attribute holds an instance of that class."""
     if not name.startswith("self."):
         return name
     bases = {(dotted(p.func.value) or "").rsplit(".", 1)[0] for p in params if _is_parameters_call(p)}  # type: ignore[union-attr]
-    if len(bases) != 1 or "" in bases:
-        return None
-    base = bases.pop()
     made = loc((f.get("subject") or {}).get("created_at"))[1]
     cls = None
     if made:
         stmt = src.statement(made)
         cls = enclosing(src, stmt, cst.ClassDef) if stmt is not None else None
-    if cls is None:
+    if cls is None or "" in bases or not bases:
         return None
-    built = any(isinstance(a.value, cst.Call) and (dotted(a.value.func) or "").rsplit(".", 1)[-1] == cls.name.value
-                and any(dotted(t.target) == base for t in a.targets) for a in src.nodes(cst.Assign))
-    return base + name[len("self"):] if built else None
+
+    def instance_of_cls(path: str) -> bool:
+        # `path` (or an attribute of the same name) is bound to an instance of the subject's class
+        tail = path.rsplit(".", 1)[-1]
+        return any(isinstance(a.value, cst.Call) and (dotted(a.value.func) or "").rsplit(".", 1)[-1] == cls.name.value
+                   and any((dotted(t.target) or "") in (path, f"self.{tail}") for t in a.targets)
+                   for a in src.nodes(cst.Assign))
+
+    if len(bases) == 1:
+        base = next(iter(bases))
+        built = any(isinstance(a.value, cst.Call) and (dotted(a.value.func) or "").rsplit(".", 1)[-1] == cls.name.value
+                    and any(dotted(t.target) == base for t in a.targets) for a in src.nodes(cst.Assign))
+        if built:
+            return base + name[len("self"):]
+    # the groups reach several submodules of one model (`self.model.expert.encoder`,
+    # `self.model.shared_vae.encoder`): the one that holds an instance of the subject's class
+    # (`self.shared_vae = SharedVAE(...)`), read through the same path
+    holders = [b for b in sorted(bases) if "." in b and instance_of_cls(b)]
+    return holders[0] + name[len("self"):] if len(holders) == 1 else None
 
 
 # ---- GG011: a module built after the optimizer, inside the object that steps it ------------------

@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from ..tree import loc, subject_name, Source, parse_expr, dotted, enclosing, Names, locals_of, self_attr_assigns
+from ..tree import loc, subject_name, related, Source, parse_expr, dotted, enclosing, Names, locals_of, self_attr_assigns
 
 
 def register_parameter(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
@@ -47,33 +47,65 @@ def register_container(src: Source, f: dict[str, Any], file: str) -> Iterator[tu
 def layer_to_init(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
     """GG011: a layer built in forward (or another method) is new at every call and never reaches the
     optimizer made from model.parameters(): build it once at the end of __init__, when its arguments
-    do not depend on the call's local values."""
+    do not depend on the call's local values. The other layers the finding's fix-at places name as
+    built in the same method (`self.rel_h`, `self.rel_w`) move in the same patch, first: moved one
+    by one, each leaves the next reported as new."""
     name = subject_name(f) or ""
-    attr = name.split("[")[0].rsplit(".", 1)[-1]
-    if not attr:
-        return
+    others = [_attr_of(r.get("name") or "") for r in related(f, "fix-at") if r.get("op") == "layer built in forward"]
+    # `model.attn.rel_h`, `net[0].gain` (the attribute itself), `model.blocks[1]` (its container)
+    for attr in dict.fromkeys(x for x in (_attr_of(name), name.split("[")[0].rsplit(".", 1)[-1]) if x):
+        yield from _layer_to_init(src, attr, others)
+
+
+def _attr_of(name: str) -> str:
+    """The attribute a subject's name ends with, indices left out (`net[0].gain` -> `gain`)."""
+    return re.sub(r"\[[^\]]*\]", "", name).rsplit(".", 1)[-1]
+
+
+def _layer_to_init(src: Source, attr: str, others: list[str]) -> Iterator[tuple[str, int, str, str]]:
     for a in self_attr_assigns(src, attr):
-        fn = enclosing(src, a, cst.FunctionDef)
-        cls = enclosing(src, fn, cst.ClassDef) if fn is not None else None
-        if fn is None or cls is None or fn.name.value == "__init__":
+        found = _movable(src, a)
+        if found is None:
             continue
-        init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-        stmt = src.parent.get(a)
-        if init is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 \
-                or src.parent.get(stmt) is not fn.body:
-            continue
-        seen = Names()
-        a.value.visit(seen)
-        if seen.names & locals_of(fn) or not isinstance(a.value, cst.Call):
-            continue
-        moved = stmt.with_changes(leading_lines=[ln for ln in stmt.leading_lines if ln.comment is not None])
-        new_fn = fn.with_changes(body=fn.body.with_changes(body=[s for s in fn.body.body if s is not stmt]))
-        new_init = init.with_changes(body=init.body.with_changes(body=[*init.body.body, moved]))
-        new_cls = cls.with_changes(body=cls.body.with_changes(
-            body=[new_fn if s is fn else new_init if s is init else s for s in cls.body.body]))
-        if not new_fn.body.body:
-            continue
-        yield ("layer-to-init", src.start(a), src.replace(cls, new_cls), f"build self.{attr} once in __init__")
+        fn, cls, init, stmt = found
+        together = [stmt]
+        for other in dict.fromkeys(o for o in others if o and o != attr):
+            for b in self_attr_assigns(src, other):
+                m = _movable(src, b)
+                if m is not None and m[0] is fn and m[3] not in together:
+                    together.append(m[3])
+        groups = [together, [stmt]] if len(together) > 1 else [[stmt]]
+        for group in groups:
+            group = sorted(group, key=src.start)
+            moved = [s.with_changes(leading_lines=[ln for ln in s.leading_lines if ln.comment is not None]) for s in group]
+            new_fn = fn.with_changes(body=fn.body.with_changes(body=[s for s in fn.body.body if s not in group]))
+            if not new_fn.body.body:
+                continue
+            new_init = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *moved]))
+            new_cls = cls.with_changes(body=cls.body.with_changes(
+                body=[new_fn if s is fn else new_init if s is init else s for s in cls.body.body]))
+            names = ", ".join(f"self.{dotted(s.body[0].targets[0].target).rsplit('.', 1)[-1]}" for s in group)  # type: ignore[union-attr]
+            yield ("layers-to-init" if len(group) > 1 else "layer-to-init", src.start(a), src.replace(cls, new_cls),
+                   f"build {names} once in __init__")
+
+
+def _movable(src: Source, a: cst.Assign) -> tuple[Any, Any, Any, cst.SimpleStatementLine] | None:
+    """(method, class, its __init__, the statement) when assignment `a` builds a layer in a method
+    other than __init__ from values that __init__ can read too (no local of the method)."""
+    fn = enclosing(src, a, cst.FunctionDef)
+    cls = enclosing(src, fn, cst.ClassDef) if fn is not None else None
+    if fn is None or cls is None or fn.name.value == "__init__":
+        return None
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    stmt = src.parent.get(a)
+    if init is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 \
+            or src.parent.get(stmt) is not fn.body:
+        return None
+    seen = Names()
+    a.value.visit(seen)
+    if seen.names & locals_of(fn) or not isinstance(a.value, cst.Call):
+        return None
+    return fn, cls, init, stmt
 
 
 def add_to_optimizer(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
