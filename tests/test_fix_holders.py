@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixkit import check_annotated, run_fix, write_program
+from graphguard.fix.verify import Result, judge
 
 pytestmark = pytest.mark.slow  # every case runs its program several times in subprocesses
 
@@ -421,3 +422,34 @@ def test_clean_twin_gets_no_patch(name: str, tmp_path: Path, monkeypatch: pytest
     assert rc == 0
     assert doc["findings"] == [] and doc["patches"] == []
     assert path.read_text() == before
+
+
+def _gg009() -> dict:
+    where = {"file": "train.py", "line": 9, "function": "<module>", "code": ""}
+    return {"code": "GG009", "severity": "error", "location": where, "related": [],
+            "subject": {"name": "loss", "kind": "tensor", "summary": "f32[] requires_grad", "created_at": where}}
+
+
+def _ran(params: dict) -> Result:
+    return Result(True, [], {"status": "ok"}, {"steps": 3, "params": params})
+
+
+def test_judge_gg009_counts_a_computed_zero_gradient_as_reached() -> None:
+    # before: the loss was a leaf re-wrap, no parameter had a gradient
+    base = _ran({"opt0.group0.param0": {"shape": [3, 8], "nonzero": False, "steps_with_grad": 0},
+                 "opt0.group0.param1": {"shape": [32, 8], "nonzero": False, "steps_with_grad": 0}})
+    moved = {"shape": [3, 8], "nonzero": True, "steps_with_grad": 3}
+    # a term multiplied by 0 on every batch: its gradient is computed, and exactly zero
+    zero = {"shape": [32, 8], "nonzero": False, "steps_with_grad": 3}
+    assert judge(_gg009(), base, _ran({"opt0.group0.param0": moved, "opt0.group0.param1": zero})) is None
+    # still cut (no gradient at all) for one of them: rejected
+    cut = dict(zero, steps_with_grad=0)
+    assert judge(_gg009(), base, _ran({"opt0.group0.param0": moved, "opt0.group0.param1": cut})) is not None
+    # only zeros everywhere (a hard rounding kept on the path): the loss trains nothing, rejected
+    assert judge(_gg009(), base, _ran({"opt0.group0.param0": dict(moved, nonzero=False),
+                                       "opt0.group0.param1": zero})) is not None
+    # the relaxation is GG009's only: GG008 still needs a non-zero gradient on what it names
+    gg008 = dict(_gg009(), code="GG008")
+    gg008["subject"] = dict(gg008["subject"], name="model.reg.weight", summary="f32[32, 8] requires_grad")
+    assert judge(gg008, base,
+                 _ran({"opt0.group0.param0": moved, "opt0.group0.param1": zero})) is not None

@@ -308,9 +308,18 @@ def judge(f: dict[str, Any], base: Result, res: Result) -> str | None:
             if after == 0 or after < before:
                 return "fewer parameters receive a non-zero gradient than before"
         elif not concerned or not all(p.get("nonzero") for p in concerned):
-            dead = sum(not p.get("nonzero") for p in concerned)
-            return f"{dead} of the parameters concerned still receive no non-zero gradient"
+            if not (f.get("code") == "GG009" and _reached_by_loss(concerned, res.grads.get("steps", 0))):
+                dead = sum(not p.get("nonzero") for p in concerned)
+                return f"{dead} of the parameters concerned still receive no non-zero gradient"
     return None
+
+
+def _reached_by_loss(concerned: list[dict[str, Any]], steps: int) -> bool:
+    """GG009 (the loss has no history): the patched loss moves some parameter, and every other one
+    got a computed gradient (not None) at every step. Exact zeros there are the program's own
+    arithmetic (a term multiplied by 0 on batches without objects), not a cut: a cut leaves None."""
+    return any(p.get("nonzero") for p in concerned) and all(
+        p.get("nonzero") or p.get("steps_with_grad", 0) >= max(1, steps) for p in concerned)
 
 
 def _held_not_cut(f: dict[str, Any]) -> bool:
