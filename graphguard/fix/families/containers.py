@@ -51,14 +51,13 @@ def register_nested_container(src: Source, f: dict[str, Any], file: str) -> Iter
             nested = [m for m in members if isinstance(m, (cst.List, cst.Tuple))]
             if not nested:
                 continue  # flat: register_container's edit
-            swaps: dict[cst.CSTNode, cst.CSTNode] = {m: _wrapped(nn, m) for m in nested}
+            swap = set(map(id, nested))  # the nodes live in src.module: their ids are stable
 
             class Swap(cst.CSTTransformer):
                 def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
                     if original is small.value:
                         return cst.Call(func=parse_expr(f"{nn}.{kind}"), args=[cst.Arg(updated)])
-                    new = swaps.get(original)
-                    return updated if new is None else _wrapped(nn, updated)  # type: ignore[arg-type]
+                    return _wrapped(nn, updated) if id(original) in swap else updated  # type: ignore[arg-type]
 
             yield (f"nested-{kind.lower()}", src.start(small), src.module.visit(Swap()).code,
                    f"{target} = nn.{kind}(...), each list of layers in it an nn.ModuleList")

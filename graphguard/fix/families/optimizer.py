@@ -238,23 +238,20 @@ def _spelled_at(src: Source, f: dict[str, Any], name: str, params: list[Any]) ->
     if cls is None or "" in bases or not bases:
         return None
 
-    def instance_of_cls(path: str) -> bool:
-        # `path` (or an attribute of the same name) is bound to an instance of the subject's class
-        tail = path.rsplit(".", 1)[-1]
+    def bound_to_cls(*targets: str) -> bool:
+        # one of `targets` is assigned an instance of the class the subject was built in
         return any(isinstance(a.value, cst.Call) and (dotted(a.value.func) or "").rsplit(".", 1)[-1] == cls.name.value
-                   and any((dotted(t.target) or "") in (path, f"self.{tail}") for t in a.targets)
+                   and any((dotted(t.target) or "") in targets for t in a.targets)
                    for a in src.nodes(cst.Assign))
 
     if len(bases) == 1:
         base = next(iter(bases))
-        built = any(isinstance(a.value, cst.Call) and (dotted(a.value.func) or "").rsplit(".", 1)[-1] == cls.name.value
-                    and any(dotted(t.target) == base for t in a.targets) for a in src.nodes(cst.Assign))
-        if built:
+        if bound_to_cls(base):
             return base + name[len("self"):]
     # the groups reach several submodules of one model (`self.model.expert.encoder`,
     # `self.model.shared_vae.encoder`): the one that holds an instance of the subject's class
     # (`self.shared_vae = SharedVAE(...)`), read through the same path
-    holders = [b for b in sorted(bases) if "." in b and instance_of_cls(b)]
+    holders = [b for b in sorted(bases) if "." in b and bound_to_cls(b, "self." + b.rsplit(".", 1)[-1])]
     return holders[0] + name[len("self"):] if len(holders) == 1 else None
 
 
