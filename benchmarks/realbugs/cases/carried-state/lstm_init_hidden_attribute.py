@@ -1,0 +1,44 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+
+class LSTM(nn.Module):
+    def __init__(self, input_len=16, hidden_len=16, model_len=12, target_size=5, is_softmax=True):
+        super(LSTM, self).__init__()
+        self.hidden_len = hidden_len
+        self.is_softmax = is_softmax
+        self.lstm = nn.LSTM(input_len, hidden_len, batch_first=True)
+        self.target_size = target_size
+        self.hidden2class = nn.Linear(hidden_len, target_size)
+        self.hidden = self.init_hidden()
+
+    def init_hidden(self):
+        return (torch.zeros(1, 1, self.hidden_len), torch.zeros(1, 1, self.hidden_len))
+
+    def forward(self, x):
+        lstm_out, self.hidden = self.lstm(x, self.hidden)
+        cls_scores = self.hidden2class(lstm_out[:, -1, :]).view(-1, self.target_size)
+        if self.is_softmax:
+            cls_scores = F.log_softmax(cls_scores, dim=1)
+        return cls_scores
+
+
+def train(train_data, model, criterion, optimizer, epoch):
+    model.train()
+    for i, (input, target) in enumerate(train_data):
+        output = model(input)
+        loss = criterion(output, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+model = LSTM()
+criterion = nn.NLLLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+train_data = [(torch.randn(1, 12, 16), torch.randint(0, 5, (1,))) for _ in range(4)]
+for epoch in range(1):
+    train(train_data, model, criterion, optimizer, epoch)
