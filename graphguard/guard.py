@@ -801,16 +801,13 @@ class GraphGuard:
         in its metadata, or, for the fresh nodes of a graph this backward frees, by their
         sequence numbers (NOTE [marks by sequence number] in capture/marks.py)."""
         key, scan = self._mark_key, call.scan
-        mds = scan.metadata
-        if scan.fresh:
+        if scan.has_fresh:
             if call.retain_graph:  # a retained graph may be used again: exact marks on each node
-                nodes = scan.nodes
-                for i in scan.fresh:
-                    mds[i] = nodes[i].metadata
+                scan.read_fresh()
             else:
                 self._seq_marks.add(scan.fresh_lo, scan.fresh_hi, mark)
                 scan.range_mark = mark
-        for md in mds:  # the nodes' own dicts, as the scan read them
+        for md in scan.read_md:  # the nodes' own dicts, as the scan read them
             if md is not None:
                 md[key] = mark
         if scan.counter is not None:
@@ -819,10 +816,10 @@ class GraphGuard:
 
     def _unmark(self, call: BackwardCall) -> None:
         """Take this backward's marks back (it raised): each node keeps the mark it had before."""
-        key, marks = self._mark_key, call.scan.marks
-        if call.scan.range_mark is not None:
-            self._seq_marks.drop(call.scan.range_mark)
-        for md, before in zip(call.scan.metadata, marks):
+        key, scan = self._mark_key, call.scan
+        if scan.range_mark is not None:
+            self._seq_marks.drop(scan.range_mark)
+        for md, before in zip(scan.read_md, scan.read_marks):
             if md is None:
                 continue
             if before is None:

@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from .graph import Walk, is_freed, saved_attrs, seed
+from .graph import Walk, is_freed, saved_attrs
 from .marks import SequenceMarks, sequence_now
 from . import saved as _saved_module
 from .saved import FREED_MESSAGE, SavedCheck, tensor_attrs
@@ -23,14 +23,25 @@ _TENSOR_ATTRS_BY_TYPE = _saved_module._TENSOR_ATTRS  # node type -> its tensor a
 
 
 class GraphScan:
-    """What a pre-backward walk found. Holds node wrappers: drop it when the backward is done."""
+    """What a pre-backward walk found. Holds node wrappers: drop it when the backward is done.
+
+    NOTE [sparse reads]: in light mode most nodes are fresh (made since the last backward) and
+    are read for their number only. The nodes that were read for their stamp, mark and metadata
+    are kept sparsely (`read`, with `read_md`, `read_stamps`, `read_marks` beside it); the dense
+    per-node lists the rules index by walk index (`stamps`, `marks`, `metadata`, `fresh`) are
+    built on first use. A skimmed iteration never builds them: three appends per fresh node were
+    a quarter of the walk's bytecode on the ellipse loop.
+    """
 
     def __init__(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int,
                  fresh_from: int | None = None, seq_marks: SequenceMarks | None = None,
                  saved: SavedCheck | None = None) -> None:
         self.walk = Walk()
-        self.stamps: list[Stamp | None] = []
-        self.marks: list[Mark | None] = []
+        # the nodes read for stamp and mark (old nodes and leaves), walk order, and what was read
+        self.read: list[int] = []
+        self.read_md: list[dict | None] = []  # each one's metadata dict (the marks go there)
+        self.read_stamps: list[Stamp | None] = []
+        self.read_marks: list[Mark | None] = []  # the marks found in the metadata
         self.leaves: list[torch.Tensor] = []  # leaves reached (AccumulateGrad variables)
         # Leaves fed to a custom autograd.Function: it may need them to require grad (a
         # reentrant checkpoint recomputes its forward with grad only then), so never "needless".
@@ -40,16 +51,12 @@ class GraphScan:
         # `marks` for them in every rule would cost a pass over the graph each)
         self.marked_index: list[int] = []
         self.types: set[type] = set()  # the node types met (the quiet test's shape, capture/quiet.py)
-        # each node's metadata dict, as read: the marks are written into them after the rules
-        # (reading `node.metadata` again is a C call per node); None for a fresh node, whose
-        # metadata was not read (NOTE [marks by sequence number] in capture/marks.py)
-        self.metadata: list[dict | None] = []
-        # the fast scan's fresh nodes: walk indices, and the range of their sequence numbers
-        self.fresh: list[int] = []
+        # the range of the fresh nodes' sequence numbers (-1, -1: none)
         self.fresh_lo = self.fresh_hi = -1
         self.fast = fresh_from is not None
         self.counter: int | None = None  # the sequence counter before the walk (scan_graph)
         self.range_mark: Mark | None = None  # this backward's Mark kept by range (guard.py)
+        self._dense: dict[str, list] = {}  # the dense lists, once built
         self._scan(roots, stamp_key, mark_key, limit,
                    _NEVER_FRESH if fresh_from is None else fresh_from, seq_marks, saved)
         self._freed: dict[int, bool] = {}
@@ -71,30 +78,39 @@ class GraphScan:
         for the types cost 20-30% more on a 250-node graph). Locals, no per-node calls beyond
         the reads, the leaf test by type (a name comparison costs 3x more). `nodes` is the queue
         itself: node i's children are appended behind it (breadth-first without a tuple per
-        node); ids are stable because `nodes` holds every visited wrapper."""
+        node). `seen` holds the node wrappers themselves (they hash by identity; PyTorch hands
+        out one wrapper per node while it lives), and None, so one membership test per edge
+        covers both."""
         w = self.walk
         custom, acc = _BackwardCFunction, _AccumulateGrad
-        stamps, marks, leaves = self.stamps, self.marks, self.leaves
-        leaf_index, marked_index, types = self.leaf_index, self.marked_index, self.types
-        mds, fresh = self.metadata, self.fresh
+        read, read_md, read_stamps, read_marks = self.read, self.read_md, self.read_stamps, self.read_marks
+        leaves, leaf_index, marked_index, types = self.leaves, self.leaf_index, self.marked_index, self.types
         nodes, parent = w.nodes, w.parent
-        seen = seed(w, roots)
+        seen: set[Any] = {None}
+        for r in roots:
+            if r not in seen:
+                seen.add(r)
+                nodes.append(r)
+                parent.append(-1)
         add = seen.add
         fast = fresh_from < _NEVER_FRESH
         find = seq_marks.range_of if seq_marks else None
         attrs_of = _TENSOR_ATTRS_BY_TYPE
+        check = saved is not None
         candidates: list[tuple[int, int]] = []  # (walk index, range index)
-        lo, hi = -1, -1
-        i, n = 0, len(nodes)
-        while i < n:
-            node = nodes[i]
+        seqs: list[int] = []  # the fresh nodes' numbers (their range is this backward's mark)
+        # A for loop over the growing queue visits the appended nodes too (the list iterator
+        # re-reads the length at each step). The limit is checked per node, not per edge: a walk
+        # may pass it by one node's inputs.
+        grow = True
+        for i, node in enumerate(nodes):
             t = type(node)
-            types.add(t)
             if t is acc:
                 md = node.metadata  # a leaf's accumulator lives across iterations: marks stay on it
-                mds.append(md)
-                stamps.append(md.get(stamp_key) if md else None)
-                marks.append(md.get(mark_key) if md else None)
+                read.append(i)
+                read_md.append(md)
+                read_stamps.append(md.get(stamp_key) if md else None)
+                read_marks.append(md.get(mark_key) if md else None)
                 leaf_index.add(i)
                 leaf = node.variable
                 if leaf is not None:
@@ -102,7 +118,6 @@ class GraphScan:
                     par = parent[i]
                     if par >= 0 and isinstance(nodes[par], custom):
                         self.function_inputs.append(leaf)
-                i += 1
                 continue
             if fast:
                 try:
@@ -112,15 +127,8 @@ class GraphScan:
             else:
                 seq = -1  # recording: every node is read
             if seq >= fresh_from:
-                mds.append(None)
-                stamps.append(None)
-                marks.append(None)
-                fresh.append(i)
-                if lo < 0 or seq < lo:
-                    lo = seq
-                if seq > hi:
-                    hi = seq
-                if saved is not None and not saved.stopped:
+                seqs.append(seq)
+                if check:
                     names = attrs_of.get(t)
                     if names is None:
                         names = tensor_attrs(node)
@@ -129,36 +137,91 @@ class GraphScan:
                             getattr(node, attr)
                         except RuntimeError as err:
                             if saved.failed(i, node, attr, err):
+                                check = not saved.stopped
                                 break
             else:
                 md = node.metadata
-                mds.append(md)
+                read.append(i)
+                read_md.append(md)
                 if md:
-                    stamps.append(md.get(stamp_key))
+                    read_stamps.append(md.get(stamp_key))
                     mark = md.get(mark_key)
                 else:
-                    stamps.append(None)
+                    read_stamps.append(None)
                     mark = None
                 if mark is None and find is not None and seq >= 0:
                     r = find(seq)
                     if r >= 0:
                         candidates.append((i, r))
-                marks.append(mark)
+                read_marks.append(mark)
                 if mark is not None:
                     marked_index.append(i)
-            for nxt, _ in node.next_functions:
-                if nxt is not None and id(nxt) not in seen:
-                    if n >= limit:
-                        w.truncated = True
-                        break
-                    add(id(nxt))
-                    nodes.append(nxt)
-                    parent.append(i)
-                    n += 1
-            i += 1
-        self.fresh_lo, self.fresh_hi = lo, hi
+            if grow:
+                if len(nodes) >= limit:  # the queued nodes are still read; no more are queued
+                    w.truncated = True
+                    grow = False
+                    continue
+                for nxt, _ in node.next_functions:
+                    if nxt not in seen:
+                        add(nxt)
+                        nodes.append(nxt)
+                        parent.append(i)
+        types.update(map(type, nodes))
+        if seqs:
+            self.fresh_lo, self.fresh_hi = min(seqs), max(seqs)
         if candidates:
             self._confirm(candidates, seq_marks)
+
+    # ---- the dense per-node lists (NOTE [sparse reads]) ------------------------------------------
+    def _densify(self, name: str, sparse: list) -> list:
+        out = self._dense.get(name)
+        if out is None:
+            n = len(self.walk.nodes)
+            if len(self.read) == n:  # every node was read, in walk order: the list is dense
+                out = sparse
+            else:
+                out = [None] * n
+                for i, v in zip(self.read, sparse):
+                    out[i] = v
+            self._dense[name] = out
+        return out
+
+    @property
+    def stamps(self) -> list[Stamp | None]:
+        """Each walked node's stamp (None for a fresh node and an unrecorded one)."""
+        return self._densify("stamps", self.read_stamps)
+
+    @property
+    def marks(self) -> list[Mark | None]:
+        """Each walked node's mark: the last backward of this guard that traversed it, or None."""
+        return self._densify("marks", self.read_marks)
+
+    @property
+    def metadata(self) -> list[dict | None]:
+        """Each walked node's metadata dict as the scan read it (None for a fresh node)."""
+        return self._densify("metadata", self.read_md)
+
+    @property
+    def has_fresh(self) -> bool:
+        """Whether some node was made since the last backward (read for its number only)."""
+        return len(self.read) < len(self.walk.nodes)
+
+    @property
+    def fresh(self) -> list[int]:
+        """Walk indices of the fresh nodes."""
+        got = set(self.read)
+        return [i for i in range(len(self.walk.nodes)) if i not in got]
+
+    def read_fresh(self) -> None:
+        """Read the fresh nodes' metadata too (a retained graph gets exact marks on each node):
+        they join `read` with no stamp and no mark."""
+        nodes = self.walk.nodes
+        for i in self.fresh:
+            self.read.append(i)
+            self.read_md.append(nodes[i].metadata)
+            self.read_stamps.append(None)
+            self.read_marks.append(None)
+        self._dense.clear()
 
     def _confirm(self, candidates: list[tuple[int, int]], seq_marks: SequenceMarks) -> None:
         """Old nodes whose number lies in a range-marked backward's range: that backward ran
@@ -167,7 +230,7 @@ class GraphScan:
         by_range: dict[int, list[int]] = {}
         for i, r in candidates:
             by_range.setdefault(r, []).append(i)
-        nodes, marks = self.walk.nodes, self.marks
+        nodes, marks = self.walk.nodes, self.marks  # (the dense list: built here, rarely)
         added = False
         for r, members in by_range.items():
             if any(is_freed(nodes[i]) for i in members[:MAX_CONFIRM_READS]):
@@ -290,12 +353,17 @@ def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: 
     fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
     scan = GraphScan(fns, stamp_key, mark_key, limit, fresh_from, seq_marks, saved)
     scan.counter = counter
-    if saved is not None:
+    if saved is not None and not saved.stopped:
         # the nodes not read during the walk: those made before the last backward, except the
-        # ones it freed (marks known only now, after the range marks were confirmed)
-        marks = scan.marks
-        skip = set(scan.fresh)
-        skip.update(i for i in scan.marked_index if not marks[i].retained)
-        if len(skip) < len(scan.walk.nodes):
-            saved.read(scan.walk.nodes, skip)
+        # leaves (no saved values) and the ones a backward freed (marks known only now, after
+        # the range marks were confirmed)
+        leafy = scan.leaf_index
+        if scan.marked_index:
+            marks = scan.marks
+            todo = [i for i in scan.read
+                    if i not in leafy and (marks[i] is None or marks[i].retained)]
+        else:
+            todo = [i for i in scan.read if i not in leafy]
+        if todo:
+            saved.read(scan.walk.nodes, todo)
     return scan

@@ -108,18 +108,27 @@ def user_traceback(e: BaseException) -> list[traceback.FrameSummary]:
 # entry holds the code objects, so their ids are not reused while it lives.
 _SITES: dict[tuple, tuple[Site, tuple]] = {}
 MAX_SITES = 4096  # entries before the cache starts over (a program has a bounded number of them)
+_SITE_BUDGET = 96  # frames examined at most: deep framework stacks must not make every op slow
+
+
+def _is_internal_by_id(code: types.CodeType) -> bool:
+    entry = _INTERNAL_BY_ID.get(id(code))
+    if entry is None:
+        flag = is_internal_file(code.co_filename)
+        _INTERNAL_BY_ID[id(code)] = (code, flag)
+        return flag
+    return entry[1]
 
 
 def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
     """The innermost user frames above the caller, innermost first (empty when none)."""
     try:
-        f = sys._getframe(depth + 1)
+        start = sys._getframe(depth + 1)
     except ValueError:
         return ()
     by_id = _INTERNAL_BY_ID
-    frames: list[types.FrameType] = []
-    key: list[int] = []
-    budget = 96  # frames examined at most: deep framework stacks must not make every op slow
+    key: list[int] = []  # (id(code), f_lasti) of each user frame: the cache key
+    f, left, budget = start, max_frames, _SITE_BUDGET
     while f is not None and budget:
         budget -= 1
         code = f.f_code
@@ -130,10 +139,9 @@ def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
         else:
             flag = entry[1]
         if not flag:
-            frames.append(f)
-            key.append(id(code))
-            key.append(f.f_lasti)
-            if len(frames) >= max_frames:
+            key += (id(code), f.f_lasti)
+            left -= 1
+            if not left:
                 break
         # Internal frames are skipped, not a stop: a user's forward() is called from
         # nn.Module.__call__ (torch) from the user's training loop, and both user lines matter.
@@ -142,6 +150,14 @@ def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
     hit = _SITES.get(k)
     if hit is not None:
         return hit[0]
+    # a new site (once per distinct line chain): the same walk again, for the frames themselves
+    frames: list[types.FrameType] = []
+    f, budget = start, _SITE_BUDGET
+    while f is not None and budget and len(frames) < max_frames:
+        budget -= 1
+        if not _is_internal_by_id(f.f_code):
+            frames.append(f)
+        f = f.f_back
     site = tuple(Frame(fr.f_code.co_filename, fr.f_lineno, fr.f_code.co_name) for fr in frames)
     if len(_SITES) >= MAX_SITES:
         _SITES.clear()
