@@ -17,7 +17,7 @@ from ..model import Frame
 from .names import find_names, live_user_frames
 from .source import enclosing_scope
 
-__all__ = ["assigned_target", "written_name", "name_where_made", "kept_attribute"]
+__all__ = ["assigned_target", "written_name", "name_where_made", "kept_attribute", "stored_into", "stored_entry", "split_source"]
 
 _TREES: dict[str, tuple[int, ast.Module | None]] = {}
 
@@ -124,6 +124,11 @@ def name_where_made(node: Any, site: Iterable[Frame] | None) -> tuple[str, Frame
     parameter `phiReal` that holds the same tensor), else the assignment at the creation line
     (`fake_img = self.generator(z)`, whose frame is gone), else any live name."""
     site = list(site or ())
+    split = split_source(site[0]) if site else None
+    if split is not None:
+        # `mu, log_var = torch.chunk(head_out, 2, dim=1)`: the node is the chunk, shared by
+        # every piece; the tensor chunked names it, not the one piece a frame still holds
+        return split, site[0]
     hits = find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
     for fr in site:
         for h in hits:
@@ -132,7 +137,74 @@ def name_where_made(node: Any, site: Iterable[Frame] | None) -> tuple[str, Frame
     w = assigned_target(site) if site else None
     if w is not None:
         return w
+    entry = stored_entry(node, site, hits)
+    if entry is not None:
+        return entry, None
     return (hits[0].name, None) if hits else None
+
+
+def stored_entry(node: Any, site: Iterable[Frame] | None, hits: list | None = None) -> str | None:
+    """The live name of the tensor whose grad_fn is `node` as an entry of the container its
+    creation line stores it in: `policy.saved_actions[3]` for a tensor made at
+    `policy.saved_actions.append(m.log_prob(action))`, over a later local that also holds it (a
+    sampled batch, `experiences[0][0]`). None when the line stores it nowhere, or no live name
+    goes through that container."""
+    site = list(site or ())
+    stored = stored_into(site[0]) if site else None
+    if stored is None:
+        return None
+    if hits is None:
+        hits = find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
+    for h in hits:
+        if _names_entry_of(h.name, stored):
+            return h.name
+    return None
+
+
+_STORE_METHODS = ("append", "appendleft", "insert", "extend", "add")
+_SPLITS = ("split", "chunk", "unbind", "tensor_split", "split_with_sizes", "hsplit", "vsplit")
+
+
+def split_source(fr: Frame) -> str | None:
+    """The tensor a tuple assignment at `fr` splits, as written there: `state_action_value` of
+    `actor_q, current_q = state_action_value.split(n, dim=1)` (or `torch.split(x, n)`). Its
+    pieces are the outputs of one node, made at that line; that node is the tensor split, the
+    only name that fits every piece."""
+    stmt = _statement(fr.file, fr.line)
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) and isinstance(stmt.value, ast.Call)):
+        return None
+    f = stmt.value.func
+    if not (isinstance(f, ast.Attribute) and f.attr in _SPLITS):
+        return None
+    split = f.value
+    if isinstance(split, ast.Name) and split.id == "torch":
+        split = stmt.value.args[0] if stmt.value.args else None
+    # a tensor made before this line (`head_out.chunk(2)`), not a call whose own node this is
+    return ast.unparse(split) if isinstance(split, (ast.Name, ast.Attribute, ast.Subscript)) else None
+
+
+def stored_into(fr: Frame) -> str | None:
+    """The container the statement at `fr` stores a value it computes in, as written there:
+    `policy.saved_actions` of `policy.saved_actions.append(m.log_prob(action))`, `self.cache`
+    of `self.cache[key] = f(x)`; None for any other statement."""
+    stmt = _statement(fr.file, fr.line)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        f = stmt.value.func
+        if isinstance(f, ast.Attribute) and f.attr in _STORE_METHODS and stmt.value.args:
+            return ast.unparse(f.value)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript):
+        return ast.unparse(stmt.targets[0].value)
+    return None
+
+
+def _names_entry_of(name: str, container: str) -> bool:
+    """Whether the live name `name` is an entry of `container` as written in the creation frame
+    (`self.saved_actions` there is `policy.saved_actions` from the training loop)."""
+    if name.startswith(container + "["):
+        return True
+    head, _, rest = container.partition(".")
+    return head == "self" and bool(rest) and ("." + rest + "[") in name
 
 
 def kept_attribute(site: Iterable[Frame] | None, holder: str | None,

@@ -7,7 +7,7 @@ import re
 import torch
 
 from ..capture.saved import find_modified_saved, storage_key
-from ..lookup.assigned import assigned_target, kept_attribute, written_name
+from ..lookup.assigned import assigned_target, kept_attribute, stored_entry, written_name
 from ..lookup.names import find_name
 from ..events import BackwardCall
 from ..model import Finding, Related, Subject
@@ -96,6 +96,14 @@ class CarriedState(Rule):
         kept = kept_attribute(st.site if st else None, hit.name if hit else None, written)
         if kept is not None:
             written = kept
+        if written is None and st is not None:
+            # made straight into a container (`self.memory.append((self.critic(s), r))`): its
+            # entry, as the loop sees it, is what carries the value
+            entry = stored_entry(node, st.site)
+            if entry is not None:
+                subject = dataclasses.replace(subject, name=entry)
+                name = entry
+                holder = re.fullmatch(r"(.+)\[-?\d+\]", name)
         if written is not None:
             subject = dataclasses.replace(subject, name=written[0],
                                           created_at=ctx.loc((written[1],)) or subject.created_at)

@@ -98,6 +98,8 @@ class LossWithoutGrad(Rule):
         for root in event.roots:
             if not isinstance(root, torch.Tensor) or root.requires_grad:
                 continue
+            if root.is_inference() and not ctx.cuts_behind(root):
+                continue  # made under inference_mode, nothing else cut it: GG014 explains it
             subject = ctx.subject(root)
             name = subject.name
             cuts = _severing_first(ctx.cuts_behind(root), ctx)

@@ -36,7 +36,10 @@ class NoGradForward(Rule):
     Under `no_grad` the parameters get no gradient: `backward()` fails with "element 0 of tensors
     does not require grad". A tensor made under `inference_mode` cannot be saved for backward:
     PyTorch raises "Inference tensors cannot be saved for backward" at the op that reads it, often
-    far from the `inference_mode` that made it (an evaluation that filled a cache).
+    far from the `inference_mode` that made it (an evaluation that filled a cache). A gradient
+    taken inside `with torch.enable_grad():` (a Jacobian, forces from an energy) in code that runs
+    under `inference_mode` (a test loop) fails too: `enable_grad` lifts `no_grad`, not inference
+    mode, so the tensor has no history.
 
     ## Example
     ```python
@@ -136,16 +139,22 @@ class NoGradForward(Rule):
             if not isinstance(root, torch.Tensor) or root.requires_grad:
                 continue
             cuts = [c for c in ctx.cuts_behind(root) if c.no_grad]
+            inference = root.is_inference()
             if cuts:
                 cut = cuts[-1]
                 op, cut_site, cut_it = cut.op, cut.site, cut.iteration
+            elif inference:
+                # made under inference_mode, which records nothing and which a
+                # `torch.enable_grad()` inside does not lift: the backward (or autograd.grad)
+                # runs in that same region, around the code that made the tensor
+                op, cut_site, cut_it = "inference_mode", event.site, ctx.iteration
             elif not torch.is_grad_enabled() and root.grad_fn is None and not ctx.cuts_behind(root):
                 # not recorded (light mode), but backward itself runs with grad mode off: the
                 # loss it starts from was computed in the same region
                 op, cut_site, cut_it = "backward", event.site, ctx.iteration
             else:
                 continue  # cut by an op (argmax, .item()): GG009 explains those
-            region = region_of(cut_site)
+            region = region_of(cut_site, "inference_mode" if inference else None)
             if region is None:
                 region = global_switch([fr.file for fr in cut_site or ()])
             subject = ctx.subject(root)
@@ -175,16 +184,23 @@ class NoGradForward(Rule):
                        f"torch's own optimizers do; keep `@{region.api}` for the rest of `{region.function}`")
             elif region is not None:
                 related.append(Related("fix-at", region.function, region.api, region.line))
-                fix = _fix(region, "no_grad", subject.name)
+                fix = _fix(region, "enable_grad" if inference else "no_grad", subject.name)
             else:
-                fix = _fix(region, "no_grad", subject.name)
-            where = (f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off "
-                     f"({_region_words(region)})" if region else
-                     f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off")
+                fix = _fix(region, "enable_grad" if inference else "no_grad", subject.name)
+            if inference:
+                where = (f"it was made under inference mode ({_region_words(region)}), which "
+                         "`torch.enable_grad()` does not turn off" if region else
+                         "it was made under torch.inference_mode(), which `torch.enable_grad()` "
+                         "does not turn off")
+                what = "is an inference tensor, so backward() / autograd.grad() has no graph to run"
+            else:
+                where = (f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off "
+                         f"({_region_words(region)})" if region else
+                         f"`{op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off")
+                what = ("was computed from trainable parameters with grad mode off, so backward() "
+                        "has no graph to run")
             out.append(self.finding(ctx, subject, loc, fix,
-                                    {"name": display(subject.name, "The loss"),
-                                     "what": ("was computed from trainable parameters with grad "
-                                              "mode off, so backward() has no graph to run"),
+                                    {"name": display(subject.name, "The loss"), "what": what,
                                      "where": where, "fix": fix}, related))
         return out or None
 
@@ -251,6 +267,12 @@ def _fix(region: Region | None, why: str, name: str | None) -> str:
                 else f"`with torch.no_grad():` instead of `with {region.api}:`")
         return (f"use {what} ({at}), so its outputs are normal tensors, or `.clone()` "
                 f"{display(name)} outside it before training reads it")
+    if why == "enable_grad":
+        # gradients are wanted inside (a Jacobian, forces from an energy): the region may stay,
+        # as torch.no_grad(), which a `torch.enable_grad()` block inside does lift
+        where = f"`@{region.api}`" if region.kind == "decorator" else f"`with {region.api}:`"
+        return (f"run that code under `torch.no_grad()` instead of {where} ({at}) so that "
+                "`torch.enable_grad()` inside records the graph, or outside the region")
     if region.kind == "decorator":
         return f"remove `@{region.api}` from `{region.function}` ({at}) for the training call"
     return f"compute the loss and call backward() outside `with {region.api}:` ({at})"

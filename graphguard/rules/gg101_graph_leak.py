@@ -9,6 +9,7 @@ from typing import Any
 
 from ..capture.graph import walk
 from ..lookup.holders import Holder, find_holders
+from ..lookup.module_state import module_state_holders
 from ..capture.state import Stamp
 from ..lookup.source import assignment_lines, enclosing_scope, growth_lines
 from ..events import BackwardCall, GuardExit, StepDone
@@ -69,8 +70,9 @@ class GraphLeak(Rule):
 
     ## Known problems
     Holders are found through the names visible in the training loop's frames (locals, globals,
-    `self` attributes, one level into containers and helper objects); a graph kept only by an
-    object reachable in no other way is not seen. A window of a few recent losses kept with their
+    `self` attributes, one level into containers and helper objects, and the buffers and tensor
+    attributes of every submodule of a module they name: `model.bn.running_mean` updated with
+    grad mode on); a graph kept only by an object reachable in no other way is not seen. A window of a few recent losses kept with their
     graphs (`deque(maxlen=10)`) is reported too: it is bounded, but still keeps those graphs.
     Without any optimizer, iterations are counted by graph-freeing backward calls; an optimizer
     made before the guard was entered is only known from its first step.
@@ -114,7 +116,11 @@ class GraphLeak(Rule):
         budget = [BUDGET]
         out = []
         grown: list[Holder] = []  # reported holders whose growth plot gets a point
-        for h in find_holders():
+        holders = find_holders()
+        # and the modules' own state (a running statistic updated with grad mode on): no name in
+        # the frames reaches a submodule's buffer, and the loss never reads it
+        holders += module_state_holders(skip={id(t) for h in holders for t in h.tensors})
+        for h in holders:
             if h.name in self.series and not self.series[h.name].stopped:
                 grown.append(h)
             if h.name in self.reported or budget[0] <= 0 or ctx.superseded(self, name=h.name):
@@ -144,10 +150,13 @@ class GraphLeak(Rule):
         seen_key, leak_key = stamp_key + ".seen", stamp_key + ".leak"
         latest = it - 1  # the iteration that just ended
         roots = []
+        single = h.kind in ("tensor", "state")  # one tensor, not a container's elements
         for t in h.tensors:
             m = ctx.mark_of(t.grad_fn)
             if h.kind == "tensor" and m is not None and m.iteration >= latest:
                 return None  # this iteration's own graph (its backward just ran through it)
+            # a module's state is never what backward starts from: a mark there may only be the
+            # range of the backward it was made next to (NOTE [marks by sequence number])
             roots.append(t.grad_fn)
         w = walk(roots, min(WALK, budget[0]))
         budget[0] -= len(w.nodes)
@@ -174,7 +183,7 @@ class GraphLeak(Rule):
                 continue  # a parameter's accumulator is shared by every iteration's graph
             nodes += 1
             m = ctx.mark_of(node, md)
-            if h.kind == "tensor" and m is not None and m.iteration >= latest:
+            if single and m is not None and m.iteration >= latest:
                 continue  # traversed by the backward that just ran: current, or shared structure
             if h.kind == "container" and w.parent[i] != -1:
                 continue  # a list's span is told by its elements, not by what each one hangs on
@@ -195,7 +204,8 @@ class GraphLeak(Rule):
             if w.truncated:
                 growth.add(latest, nodes, truncated=True)
         scalar = all(t.numel() == 1 for t in h.tensors)
-        suspect = len(roots) > 1 if h.kind == "container" else ctx.mark_of(roots[0]) is None
+        suspect = (len(roots) > 1 if h.kind == "container" else True if h.kind == "state"
+                   else ctx.mark_of(roots[0]) is None)
         return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect, growth)
 
     def _count(self, h: Holder, latest: int, budget: list[int]) -> None:
@@ -211,9 +221,12 @@ class GraphLeak(Rule):
         per = max(1, v.nodes // max(1, v.spans))
         nodes = f"{v.nodes}+" if v.truncated else str(v.nodes)
         what = (f"it holds {h.length} entries, {len(h.tensors)} of them tensors with a grad_fn"
-                if h.kind == "container" else "each iteration adds a tensor that still has its grad_fn")
+                if h.kind == "container" else
+                "each iteration's value is computed from the last one with grad mode on, and "
+                "no backward runs through it" if h.kind == "state" else
+                "each iteration adds a tensor that still has its grad_fn")
         fix = _fix(loc, h.name, v.scalar)
-        subject = Subject(h.name, h.kind, _summary(h), _made(h), None)
+        subject = Subject(h.name, "tensor" if h.kind == "state" else h.kind, _summary(h), _made(h), None)
         f = self.finding(ctx, subject, loc, fix,
                          {"spans": v.spans, "nodes": nodes, "per": per, "what": what, "fix": fix,
                           "name": display(h.name, "A variable")})
@@ -263,7 +276,7 @@ def _made(h: Holder) -> SourceLoc | None:
 def _summary(h: Holder) -> str:
     from ..capture.graph import summarize
 
-    if h.kind == "tensor":
+    if h.kind in ("tensor", "state"):
         return summarize(h.tensors[0])
     return f"{h.length} entries, {len(h.tensors)} with grad_fn, e.g. {summarize(h.tensors[-1])}"
 

@@ -15,6 +15,7 @@ from .gg006_leaf_inplace import LeafInplace
 from .gg009_loss_without_grad import LossWithoutGrad
 from .gg012_non_scalar_loss import NonScalarLoss
 from .gg014_no_grad_forward import INFERENCE_SAVE, NoGradForward
+from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 
 __all__ = ["UnexplainedAutogradError", "error_family"]
 
@@ -32,6 +33,11 @@ _FAMILIES: tuple[tuple[str, type[Rule]], ...] = (
     ("a leaf Variable that requires grad", LeafInplace),
     (INFERENCE_SAVE, NoGradForward),
 )
+
+# Other rules whose error findings explain the same message: a backward from a tensor made under
+# inference_mode (GG014) or whose history a reentrant checkpoint dropped (GG015) fails with the
+# message of a loss without grad.
+_ALSO: dict[str, tuple[str, ...]] = {LossWithoutGrad.code: (NoGradForward.code, CheckpointNoGradInput.code)}
 
 # Messages that come from autograd (an op error that says none of these is the user's own,
 # a shape mismatch or a dtype error: not ours to explain).
@@ -92,7 +98,7 @@ class UnexplainedAutogradError(Rule):
         if event.where == "op" and not any(w in msg for w in _AUTOGRAD_WORDS):
             return None  # the user's own error (a shape mismatch), not autograd's
         family = error_family(msg)
-        if family is not None and family.code in ctx.error_codes():
+        if family is not None and not ctx.error_codes().isdisjoint({family.code, *_ALSO.get(family.code, ())}):
             return None  # its rule reported it (an earlier iteration, or a de-duplicated repeat)
         t = _subject_tensor(event)
         subject = ctx.subject(t) if t is not None else Subject(None, "call", "", None, None)

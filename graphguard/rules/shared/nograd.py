@@ -69,22 +69,39 @@ def _decorator_api(dec: ast.AST) -> str | None:
     return api
 
 
-def _in_frame(frame: Frame) -> tuple[str, str, int, str | None] | None:
+def _bound_api(scope: ast.AST, name: str, before: int, prefer: str | None) -> str | None:
+    """The no-grad call a context-manager variable was bound to before line `before` in `scope`
+    (`context = torch.inference_mode() if self.inference_mode else torch.no_grad()`, then
+    `with context:`): the last such assignment wins; of a conditional's branches, the one whose
+    call is `prefer` (what the tensors showed), else the first that turns autograd off."""
+    api = None
+    for node in ast.walk(scope):
+        if not (isinstance(node, ast.Assign) and node.lineno < before and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name):
+            continue
+        value = node.value
+        branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        apis = [a for a in map(_off_api, branches) if a is not None]
+        if apis:
+            api = next((a for a in apis if prefer and prefer in a), apis[0])
+    return api
+
+
+def _in_frame(frame: Frame, prefer: str | None = None) -> tuple[str, str, int, str | None] | None:
     """The innermost no-grad region around `frame`'s line: (kind, api, line, function)."""
     tree = _parse(frame.file)
     if tree is None:
         return None
     line = frame.line
     best: tuple[int, tuple[str, str, int, str | None]] | None = None
-    func_stack: list[str] = []
 
-    def visit(node: ast.AST, func: str | None) -> None:
+    def visit(node: ast.AST, func: str | None, scope: ast.AST) -> None:
         nonlocal best
         for child in ast.iter_child_nodes(node):
             start = getattr(child, "lineno", None)
             end = getattr(child, "end_lineno", None)
             if start is None or end is None:
-                visit(child, func)
+                visit(child, func, scope)
                 continue
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 first = min([start] + [d.lineno for d in child.decorator_list])
@@ -95,27 +112,30 @@ def _in_frame(frame: Frame) -> tuple[str, str, int, str | None] | None:
                     if api is not None and start <= line:
                         if best is None or start >= best[0]:
                             best = (start, ("decorator", api, dec.lineno, child.name))
-                visit(child, child.name)
+                visit(child, child.name, child)
                 continue
             if not (start <= line <= end):
                 continue
             if isinstance(child, (ast.With, ast.AsyncWith)) and line > start:
                 for item in child.items:
-                    api = _off_api(item.context_expr)
+                    expr = item.context_expr
+                    api = _off_api(expr)
+                    if api is None and isinstance(expr, ast.Name):
+                        api = _bound_api(scope, expr.id, start, prefer)
                     if api is not None and (best is None or start >= best[0]):
                         best = (start, ("with", api, start, func))
-            visit(child, func)
+            visit(child, func, scope)
 
-    visit(tree, None)
-    del func_stack
+    visit(tree, None, tree)
     return best[1] if best else None
 
 
-def region_of(site: Site | None) -> Region | None:
+def region_of(site: Site | None, prefer: str | None = None) -> Region | None:
     """The no-grad region the innermost-first user frames of `site` ran in (the first frame,
-    from the inside out, whose line sits in one)."""
+    from the inside out, whose line sits in one). `prefer` ("inference_mode") picks the branch of
+    a context manager chosen at run time (`ctx = a if flag else b; with ctx:`)."""
     for fr in site or ():
-        found = _in_frame(fr)
+        found = _in_frame(fr, prefer)
         if found is not None:
             kind, api, line, func = found
             return Region(kind, api, SourceLoc(fr.file, line, func or "<module>",

@@ -101,6 +101,11 @@ def _kept_for_next(scan: GraphScan, a: StaleAnalysis, iteration: int) -> bool:
     running scale, a saved output), not a tensor built once and used by every loss."""
     if a.boundary == a.marked_boundary or a.boundary < 0:
         return False
+    root = scan.stamps[0] if len(scan.stamps) else None
+    if root is not None and root.iteration < iteration:
+        # the loss itself was built before the last step (two losses of one batch, another
+        # optimizer stepping between their backwards): nothing was computed since to carry into
+        return False
     st = scan.stamps[a.boundary]
     return st is not None and st.iteration < iteration and scan.marks[a.boundary] is None
 
