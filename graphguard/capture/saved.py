@@ -8,15 +8,16 @@ real backward that follows still raises its usual error when the user goes on.
 """
 from __future__ import annotations
 
+import operator
 import re
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import torch
 
 from .state import InplaceRecord, Packed
 from .recorder import SavedTensorModified
 
-__all__ = ["SavedHit", "SavedCheck", "tensor_attrs", "find_modified_saved", "modifying_write",
+__all__ = ["SavedHit", "SavedCheck", "tensor_attrs", "READERS", "find_modified_saved", "modifying_write",
            "storage_key", "shares_saved", "FREED_MESSAGE"]
 
 FREED_MESSAGE = "already been freed"  # PyTorch's error on reading a freed saved value
@@ -33,19 +34,40 @@ class SavedHit(NamedTuple):
 _TENSOR_ATTRS: dict[type, tuple[str, ...]] = {}
 
 
+def _attrs_of_type(t: type) -> tuple[str, ...]:
+    attrs = set(dir(t))
+    names = tuple(n for n in sorted(attrs) if n.startswith("_saved_") and "_raw" + n in attrs)
+    if "saved_tensors" in attrs:  # custom autograd.Function nodes
+        names += ("saved_tensors",)
+    return names
+
+
 def tensor_attrs(node: Any) -> tuple[str, ...]:
     """A node type's saved attributes that hold tensors (those with a `_raw_saved_*` twin; the
     others are sizes and scalars), computed once per type."""
     t = type(node)
     names = _TENSOR_ATTRS.get(t)
     if names is None:
-        attrs = set(dir(node))
-        names = tuple(n for n in sorted(attrs)
-                      if n.startswith("_saved_") and "_raw" + n in attrs)
-        if "saved_tensors" in attrs:  # custom autograd.Function nodes
-            names += ("saved_tensors",)
-        _TENSOR_ATTRS[t] = names
+        names = _TENSOR_ATTRS[t] = _attrs_of_type(t)
     return names
+
+
+class _Readers(dict):
+    """Node type -> one call that reads all its saved tensors (`operator.attrgetter`), or None
+    for a type that saves none. The scan reads every fresh node's saved values before each
+    backward: one C call per node instead of a Python loop over its attributes; when it raises,
+    the scan reads the attributes one by one to learn which failed."""
+
+    def __missing__(self, t: type) -> Callable[[Any], Any] | None:
+        names = _TENSOR_ATTRS.get(t)
+        if names is None:
+            names = _TENSOR_ATTRS[t] = _attrs_of_type(t)
+        reader = operator.attrgetter(*names) if names else None
+        self[t] = reader
+        return reader
+
+
+READERS: dict[type, Callable[[Any], Any] | None] = _Readers()
 
 
 def find_modified_saved(nodes: list[Any], modified: list[Packed], limit: int = 8) -> list[SavedHit]:

@@ -19,7 +19,7 @@ MAX_UNMARKED_READS = 4096  # unrecorded old nodes read for freed buffers before 
 _BackwardCFunction = torch.autograd.function.BackwardCFunction  # custom Functions' nodes
 # the node type that writes .grad of a leaf (its `variable`), looked up once
 _AccumulateGrad = type(torch.empty(0, requires_grad=True).view(-1).grad_fn.next_functions[0][0])
-_TENSOR_ATTRS_BY_TYPE = _saved_module._TENSOR_ATTRS  # node type -> its tensor attributes (cache)
+_READERS = _saved_module.READERS  # node type -> one call reading its saved tensors (or None)
 
 
 class GraphScan:
@@ -95,15 +95,14 @@ class GraphScan:
         add = seen.add
         fast = fresh_from < _NEVER_FRESH
         find = seq_marks.range_of if seq_marks else None
-        attrs_of = _TENSOR_ATTRS_BY_TYPE
+        readers = _READERS
         check = saved is not None
         candidates: list[tuple[int, int]] = []  # (walk index, range index)
         seqs: list[int] = []  # the fresh nodes' numbers (their range is this backward's mark)
         # A for loop over the growing queue visits the appended nodes too (the list iterator
-        # re-reads the length at each step). The limit is checked per node, not per edge: a walk
-        # may pass it by one node's inputs.
-        grow = True
-        for i, node in enumerate(nodes):
+        # re-reads the length at each step); zip with range(limit) stops it after `limit` nodes,
+        # with no test of its own per node. Nodes queued beyond it are dropped below.
+        for i, node in zip(range(limit), nodes):
             t = type(node)
             if t is acc:
                 md = node.metadata  # a leaf's accumulator lives across iterations: marks stay on it
@@ -129,16 +128,18 @@ class GraphScan:
             if seq >= fresh_from:
                 seqs.append(seq)
                 if check:
-                    names = attrs_of.get(t)
-                    if names is None:
-                        names = tensor_attrs(node)
-                    for attr in names:
+                    reader = readers[t]
+                    if reader is not None:
                         try:
-                            getattr(node, attr)
-                        except RuntimeError as err:
-                            if saved.failed(i, node, attr, err):
-                                check = not saved.stopped
-                                break
+                            reader(node)
+                        except RuntimeError:  # one of them changed or freed: which one?
+                            for attr in tensor_attrs(node):
+                                try:
+                                    getattr(node, attr)
+                                except RuntimeError as err:
+                                    if saved.failed(i, node, attr, err):
+                                        check = not saved.stopped
+                                        break
             else:
                 md = node.metadata
                 read.append(i)
@@ -156,16 +157,15 @@ class GraphScan:
                 read_marks.append(mark)
                 if mark is not None:
                     marked_index.append(i)
-            if grow:
-                if len(nodes) >= limit:  # the queued nodes are still read; no more are queued
-                    w.truncated = True
-                    grow = False
-                    continue
-                for nxt, _ in node.next_functions:
-                    if nxt not in seen:
-                        add(nxt)
-                        nodes.append(nxt)
-                        parent.append(i)
+            for nxt, _ in node.next_functions:
+                if nxt not in seen:
+                    add(nxt)
+                    nodes.append(nxt)
+                    parent.append(i)
+        if len(nodes) > limit:  # the limit stopped the walk: what it queued but never read goes
+            w.truncated = True
+            del nodes[limit:]
+            del parent[limit:]
         types.update(map(type, nodes))
         if seqs:
             self.fresh_lo, self.fresh_hi = min(seqs), max(seqs)
