@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.autograd.function import BackwardCFunction
 
 from ..events import BackwardCall
 from ..lookup.source import assignment_lines
@@ -11,8 +12,10 @@ from ..model import Finding, Related, SourceLoc, Subject
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
 from .shared.cutpoint import SCALAR_OPS, cut_point, leaf_point, made_point
 from .shared.deadgraph import index_graph, upward
+from .shared.nograd import region_of
 from .base import Rule, display
 from .context import RuleContext
+from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 
 __all__ = ["LossWithoutGrad"]
 
@@ -103,6 +106,8 @@ class LossWithoutGrad(Rule):
             subject = ctx.subject(root)
             name = subject.name
             cuts = _severing_first(ctx.cuts_behind(root), ctx)
+            if _checkpointed_only(cuts, ctx):
+                continue
             tainted = bool(cuts)
             # the tensor where the history was dropped, as the user wrote it: the cut's statement;
             # after a trip through Python (`.item()`, numpy) or with no cut at all (a fresh
@@ -179,6 +184,13 @@ class LossWithoutGrad(Rule):
         roots = [r for r in event.roots if isinstance(r, torch.Tensor) and r.requires_grad]
         leaves = [r for r in roots if r.grad_fn is None] + list(event.scan.leaves)  # a root that is a leaf first
         if not roots or not leaves or any(ctx.is_optimized(v) for v in leaves):
+            return None
+        if any(issubclass(t, BackwardCFunction) for t in event.scan.types):
+            # A custom autograd.Function's backward is the program's own code, and it may reach
+            # parameters the walk cannot see: a reentrant checkpoint runs its forward under
+            # no_grad (the cuts recorded there) and recomputes it with grad inside its backward,
+            # so a frozen model whose only trainable parameters (LoRA adapters) sit in the
+            # checkpointed blocks trains them although the graph shows only fresh leaves.
             return None
         for v in leaves:
             if isinstance(v, torch.nn.Parameter):
@@ -411,3 +423,12 @@ def _severing_first(cuts: list, ctx: RuleContext) -> list:
     if all(flags):
         return cuts
     return [c for c, h in zip(cuts, flags) if not h] + [c for c, h in zip(cuts, flags) if h]
+
+
+def _checkpointed_only(cuts: list, ctx: RuleContext) -> bool:
+    """Whether the history was dropped only by grad mode being off where the user's code turns
+    it off nowhere, after a reentrant checkpoint was reported without an input that requires
+    grad: the checkpoint ran the forward under torch.no_grad() (GG015 explains the loss)."""
+    return (bool(cuts) and all(c.no_grad for c in cuts)
+            and CheckpointNoGradInput.code in ctx.error_codes()
+            and all(region_of(c.site) is None for c in cuts))

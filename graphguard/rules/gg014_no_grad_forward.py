@@ -16,6 +16,7 @@ from ..capture.graph import summarize
 from .base import Rule, display
 from .context import RuleContext, assigned_name
 from .shared.nograd import Region, global_switch, region_of
+from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 
 __all__ = ["NoGradForward"]
 
@@ -157,6 +158,8 @@ class NoGradForward(Rule):
             region = region_of(cut_site, "inference_mode" if inference else None)
             if region is None:
                 region = global_switch([fr.file for fr in cut_site or ()])
+            if region is None and cuts and CheckpointNoGradInput.code in ctx.error_codes():
+                continue  # only a reentrant checkpoint's own forward ran with grad off: GG015's
             subject = ctx.subject(root)
             made = subject.created_at
             if subject.name and subject.name.endswith("]") and made is not None:
