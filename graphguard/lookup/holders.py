@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import torch
 
 from ..model import Frame
-from ..capture.sites import user_frames
+from ..capture.sites import is_internal_file, user_frames
 from .names import SKIP_TYPES, candidates
 
 __all__ = ["Holder", "find_holders", "MAX_ITEMS"]
@@ -57,6 +57,21 @@ def _elements(value: Any) -> Iterator[Any]:
             yield x
 
 
+def _user_class(value: Any) -> bool:
+    """Whether `value` is an instance of a class defined in the user's own files (not torch's,
+    a library's or graphguard's), and not a module (its tensors are parameters and buffers)."""
+    cls = type(value)
+    if isinstance(value, torch.nn.Module) or cls.__module__ in ("builtins", "__builtin__"):
+        return False
+    # the file of one of its methods: a script run as __main__ (runpy, `graphguard run`) has no
+    # module file of its own to ask
+    for attr in itertools.islice(vars(cls).values(), 32):
+        code = getattr(attr, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return not is_internal_file(code.co_filename)
+    return False
+
+
 def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> Iterator[Holder]:
     if isinstance(value, SKIP_TYPES) or id(value) in seen:
         return
@@ -74,12 +89,15 @@ def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> I
     if isinstance(value, dict):
         seen.add(id(value))
         for k, v in list(itertools.islice(value.items(), MAX_ITEMS)):
-            if isinstance(k, (str, int)) and isinstance(v, (torch.Tensor, *_SEQ)) and depth < 2:
+            if isinstance(k, (str, int)) and isinstance(v, (torch.Tensor, *_SEQ)) and depth < 3:
                 yield from _visit(f"{name}[{k!r}]", v, frame, depth + 1, seen)
         return
-    if depth == 0 and hasattr(value, "__dict__") and type(value).__module__ != "builtins" \
+    if (depth == 0 or depth == 1 and _user_class(value)) and hasattr(value, "__dict__") \
+            and type(value).__module__ != "builtins" \
             and not isinstance(value, (types.FrameType, torch.optim.Optimizer)):
-        # one level into the user's own objects (a logger, a trainer, a module's plain attributes)
+        # one level into the user's own objects (a logger, a trainer, a module's plain attributes),
+        # two when the outer one holds an object of a class the user wrote (`metrics.losses_track`
+        # keeping the running sums): library objects one level down stay unvisited
         seen.add(id(value))
         try:
             items = list(itertools.islice(vars(value).items(), MAX_ITEMS))
@@ -89,7 +107,7 @@ def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> I
         for attr, v in items:
             if attr.startswith(private):
                 continue
-            if isinstance(v, (torch.Tensor, dict, *_SEQ)):
+            if isinstance(v, (torch.Tensor, dict, *_SEQ)) or depth == 0 and _user_class(v):
                 yield from _visit(f"{name}.{attr}", v, frame, depth + 1, seen)
 
 

@@ -12,7 +12,8 @@ from ..model import SourceLoc
 
 __all__ = ["called_names", "assignment_lines", "attribute_assignment_lines", "growth_lines",
            "enclosing_scope", "target_lines", "name_assignment_lines", "class_attribute_lines",
-           "class_of_function", "assigned_targets", "parsed", "own_nodes", "targets_of",
+           "class_of_function", "assigned_targets", "inplace_receivers", "parsed", "own_nodes",
+           "targets_of",
            "expr_text", "statement_loc"]
 
 _GROW_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update", "setdefault",
@@ -266,6 +267,22 @@ def assigned_targets(file: str, line: int) -> list[str]:
                 out.append(text)
     return out
 
+
+
+def inplace_receivers(file: str, line: int) -> list[str]:
+    """The receivers of in-place method calls a statement on `line` makes as a whole:
+    `w.requires_grad_(True)` -> ['w']; `[]` for any other statement. Such a line makes a tensor a
+    leaf that requires grad without assigning a name (the name was assigned on an earlier line)."""
+    out: list[str] = []
+    for stmt in _statements_at(file, line):
+        if stmt.lineno != line or not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+            continue
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.startswith("_"):
+            text = _text(func.value)
+            if text and text not in out:
+                out.append(text)
+    return out
 
 # ---- public names for the other lookup modules (lookup/made.py) ---------------------------------
 def parsed(file: str) -> ast.Module | None:

@@ -10,7 +10,7 @@ import torch
 
 from ..lookup.names import NameHit, find_name, find_names, find_objects, live_user_frames, resolve
 from ..lookup.origins import made_name, origin_of, origin_of_name
-from ..lookup.source import assigned_targets
+from ..lookup.source import assigned_targets, inplace_receivers
 from ..capture.graph import summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
@@ -283,7 +283,9 @@ class RuleContext:
         frames = live_user_frames()
         made = self.creation(t) if isinstance(t, torch.Tensor) else None
         if made is not None and made[0]:
-            for target in assigned_targets(made[0][0].file, made[0][0].line):
+            file, line = made[0][0].file, made[0][0].line
+            # `w.requires_grad_(True)` made the leaf: the name is its receiver
+            for target in assigned_targets(file, line) or inplace_receivers(file, line):
                 hit = resolve(target, frames)
                 if hit is not None and hit.value is t:
                     return hit

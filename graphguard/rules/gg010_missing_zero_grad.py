@@ -35,8 +35,9 @@ class _GradState:
 class MissingZeroGrad(Rule):
     """## What it does
     Follows each parameter's `.grad` from one update to the next: an `optimizer.step()` (or a
-    manual update such as `w -= lr * w.grad` under `torch.no_grad()`) used it, nothing zeroed it,
-    a later backward added the new gradient onto it, and the next update is about to use the sum.
+    manual update such as `w -= lr * w.grad` under `torch.no_grad()`, or `w.data -= lr * w.grad`
+    in a helper, in any grad mode) used it, nothing zeroed it, a later backward added the new
+    gradient onto it, and the next update is about to use the sum.
     It fires at that second update, naming the optimizer (or the tensor) and the earlier step.
 
     ## Why is this bad?
@@ -302,8 +303,13 @@ class MissingZeroGrad(Rule):
 
     def _at_manual_update(self, event: InplaceOp, ctx: RuleContext) -> list[Finding] | None:
         # A write into a leaf that has a gradient, under no_grad and outside optimizer.step(): a
-        # hand-written update (`w -= lr * w.grad`, `w.data.sub_(...)`).
-        if event.grad_enabled or ctx.in_optimizer_step() or not isinstance(event.target, torch.Tensor):
+        # hand-written update (`w -= lr * w.grad`, `w.data.sub_(...)`). A write through `.data`
+        # is invisible to autograd whatever the grad mode (`param.data -= lr * param.grad` in a
+        # d2l-style `sgd` helper runs with grad enabled), so only a write into a tensor that
+        # requires grad needs no_grad to count as an update.
+        if ctx.in_optimizer_step() or not isinstance(event.target, torch.Tensor):
+            return None
+        if event.grad_enabled and event.target.requires_grad:
             return None
         leaf = self._leaf_written(event.target, ctx)
         if leaf is None or leaf.grad is None or leaf in self.by_optimizer or ctx.is_optimized(leaf):

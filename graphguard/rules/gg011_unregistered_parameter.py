@@ -1,6 +1,7 @@
 """GG011 unregistered-parameter: a trainable tensor gets gradients, but no optimizer holds it."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
 import weakref
@@ -15,7 +16,7 @@ from ..lookup.names import find_name, resolve
 from ..lookup.owners import find_owner, user_modules
 from ..capture.weakmap import WeakIdMap
 from ..lookup.source import (assignment_lines, attribute_assignment_lines, called_names,
-                              enclosing_scope)
+                              enclosing_scope, name_assignment_lines, parsed)
 from .context import RuleContext, assigned_name
 from ..events import (BackwardCall, EmptyOptimizer, GradRead, GuardExit, InplaceOp, ParamGroupAdded,
                       StepCall)
@@ -150,6 +151,9 @@ class UnregisteredParameter(Rule):
 
     def __init__(self) -> None:
         self.known: WeakIdMap[bool] = WeakIdMap()  # params present when an optimizer was built
+        # modules some of whose parameters an optimizer held when it was first seen: a model
+        # being trained, even once every layer the optimizer knew has been swapped for a new one
+        self.trained_modules: WeakIdMap[bool] = WeakIdMap()
         self.optimizers: WeakIdMap[bool] = WeakIdMap()  # optimizers whose models were looked at
         self.born: WeakIdMap[Site] = WeakIdMap()  # Parameter -> site of its first init write
         self.checked: WeakIdMap[bool] = WeakIdMap()  # leaves judged not ours (optimized, or not trainable)
@@ -178,7 +182,7 @@ class UnregisteredParameter(Rule):
                 self.opt_sites[event.optimizer] = event.site
             elif event.optimizer in self.stepped:
                 self._note_passed_over(event, ctx)
-            self._note_models(event.optimizer)
+            self._note_models(event.optimizer, event.params)
         elif isinstance(event, StepCall):
             self.stepped[event.optimizer] = True
             self._note_models(event.optimizer)
@@ -235,15 +239,24 @@ class UnregisteredParameter(Rule):
                         ctx.iteration, True, fix, related, template=self.EMPTY_TEMPLATE)]
 
     # ---- what existed when an optimizer was built ------------------------------------------------
-    def _note_models(self, opt: Any) -> None:
+    def _note_models(self, opt: Any, given: list[Any] | None = None) -> None:
         """Parameters registered in the user's modules when an optimizer is first seen: leaving
         one of those out of it is a choice (freezing by omission), not this bug."""
         if opt in self.optimizers:
             return
         self.optimizers[opt] = True
+        # (at the constructor the event comes before torch fills param_groups: the given list)
+        held = {id(p) for group in opt.param_groups for p in group["params"]}
+        for item in given or ():
+            for p in (item.get("params", ()) if isinstance(item, dict) else (item,)):
+                held.add(id(p))
         for _, module, _ in user_modules():
+            trained = False
             for p in module.parameters():
                 self.known[p] = True
+                trained = trained or id(p) in held
+            if trained:
+                self.trained_modules[module] = True
 
     def _note_passed_over(self, event: ParamGroupAdded, ctx: RuleContext) -> None:
         """A group added to an optimizer that has already stepped (unfreezing part of a model
@@ -327,7 +340,8 @@ class UnregisteredParameter(Rule):
             self.searches += 1  # plain tensors are many (inputs with requires_grad_): bounded
         owner = find_owner(v)
         if owner is not None:
-            trained_root = any(ctx.is_optimized(p) for p in owner.root.parameters())
+            trained_root = owner.root in self.trained_modules or any(
+                ctx.is_optimized(p) for p in owner.root.parameters())
             if known or not trained_root:
                 # it existed when the optimizer was built, or belongs to a model nothing of which
                 # is optimized: a part left out of the parameter groups, when the same backward
@@ -371,6 +385,10 @@ class UnregisteredParameter(Rule):
         if left is not None:
             # one finding per module left out (its layers are used at several lines)
             key: tuple = ("left-out", id(left.top))
+        elif use is None and how == "registered-late" and name and "." in name:
+            # no use site (an unrecorded iteration): the tensors of one layer swapped in after
+            # the optimizer (`weight` and `bias`) are one finding, keyed by that layer
+            key = (None, name.rsplit(".", 1)[0])
         else:
             key = ((use[0].file, use[0].line) if use else None, name if use is None else None)
         g = self.groups.get(key)
@@ -448,6 +466,16 @@ class UnregisteredParameter(Rule):
         alive = [v for v in (r() for r in g.leaves) if v is not None]
         if born is None and alive:
             born = ctx.origin(alive[-1])  # the line that builds its layer, read in the source
+        late: tuple[SourceLoc, SourceLoc | None] | None = None
+        if g.how == "registered-late" and name:
+            name, kind = _whole_late_module(ctx, name, kind, alive)
+            g.kind = kind
+            files = [loc.file for loc in (born, ctx.loc(g.backward), ctx.loc(g.use)) if loc is not None]
+            late = _late_assignment(name, files)
+            if late is not None:
+                # the line that built the layer now in the model (`new1 = nn.Conv2d(...)`, or the
+                # assignment itself), not the __init__ line of the layer it replaced
+                born = late[1] or late[0]
         subject = Subject(name, kind, g.summary, born, g.iteration)
         why, fix = self._explain(g, name, ctx)
         if made_at and len(g.joined) > 1:
@@ -457,6 +485,8 @@ class UnregisteredParameter(Rule):
                    "includes them")
         backward = ctx.loc(g.backward)
         related = [Related("reached-by", None, "backward", backward, g.iteration)]
+        if late is not None:
+            related.append(Related("assigned-at", name, "attached after the optimizer was built", late[0]))
         if len(g.joined) > 1 or g.how == "unnamed":
             for n, loc in made_at or [(name, born)]:  # each tensor's own line moves to __init__
                 related += ctx.fix_at(loc, n, "layer built in forward")  # build it in __init__
@@ -583,6 +613,56 @@ class UnregisteredParameter(Rule):
                 f"build the optimizer after the model is complete, or "
                 f"{opt}.add_param_group({{'params': {params}}})")
 
+
+
+def _whole_late_module(ctx: RuleContext, name: str, kind: str, alive: list[torch.Tensor]
+                       ) -> tuple[str, str]:
+    """A parameter added after the optimizer that is all its module holds (`op.weight` of a
+    bias-free conv swapped in): the module is what was attached, so it is the subject."""
+    if kind == "module" or "." not in name:
+        return name, kind
+    path = name.rsplit(".", 1)[0]
+    hit = resolve(path, ctx.frames())
+    module = hit.value if hit is not None else None
+    if not isinstance(module, torch.nn.Module):
+        return name, kind
+    params = list(module.parameters())
+    if params and all(any(p is v for v in alive) for p in params):
+        return path, "module"
+    return name, kind
+
+
+def _late_assignment(module_path: str, files: list[str]) -> tuple[SourceLoc, SourceLoc | None] | None:
+    """Where a layer added after the optimizer joined the model, read in the source: an
+    assignment of its attribute (`self.bound_model.conv1 = new1`, `self.op = grow(self.op)`)
+    outside `__init__` (which builds the model the optimizer saw), with the line that built the
+    value when it is a plain name assigned earlier in the same function (`new1 = nn.Conv2d(...)`).
+    Report time only."""
+    head = module_path.split("[", 1)[0]
+    if "." not in head:
+        return None
+    attr = head.rsplit(".", 1)[-1]
+    for file in dict.fromkeys(files):
+        for line in attribute_assignment_lines(file, attr):
+            scope = enclosing_scope(file, line)
+            if getattr(scope, "name", None) == "__init__":
+                continue
+            where = SourceLoc.from_frame(Frame(file, line, getattr(scope, "name", "<module>")))
+            made = None
+            value = _assigned_value(file, line)
+            if isinstance(value, ast.Name):
+                lines = [x for x in name_assignment_lines(file, line, value.id) if x.line < line]
+                made = lines[-1] if lines else None
+            return where, made
+    return None
+
+
+def _assigned_value(file: str, line: int) -> ast.expr | None:
+    tree = parsed(file)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Assign) and node.lineno == line:
+            return node.value
+    return None
 
 
 def _tensors_of_trained_module(ctx: RuleContext, module_name: str, names: list[str]
