@@ -137,7 +137,7 @@ def _hidden_from_dynamo(fn: F) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         if "torch._dynamo" not in sys.modules:
             return fn(*args, **kwargs)
-        if _DYNAMO_SKIPS_ADDED and _eval_frame_callback() is None:
+        if _DYNAMO_SKIPS_ADDED and _GET_CALLBACK is not None and _GET_CALLBACK() is None:
             # Dynamo is loaded but no compiled region is running (its frame callback is unset):
             # nothing can be traced, so no need to pay for disable()'s context at every call.
             # (Only once graphguard's modules are skipped: Dynamo must never trace this check.)
@@ -155,15 +155,10 @@ def _hidden_from_dynamo(fn: F) -> F:
 _DYNAMO_SKIPS_ADDED = False
 
 
+# Dynamo's frame callback getter (the callback is None outside compiled code); a torch without
+# it leaves this None, and every call is then hidden
 _GET_CALLBACK = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None),
                         "get_eval_frame_callback", None)
-
-
-def _eval_frame_callback() -> Any:
-    """Dynamo's frame callback (None outside compiled code); never None if it cannot be read."""
-    if _GET_CALLBACK is None:  # a torch without it: always hide
-        return True
-    return _GET_CALLBACK()
 
 
 def _keep_dynamo_out() -> None:
@@ -624,7 +619,7 @@ class GraphGuard:
 
     def _foreign(self) -> bool:
         """True in a thread other than the guard's, or in a forked child: not ours to watch."""
-        return self._dormant or threading.get_ident() != self._owner
+        return self.engine.dormant or threading.get_ident() != self._owner
 
     @_hidden_from_dynamo
     def _backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -659,16 +654,17 @@ class GraphGuard:
                 self._internal_error(err, "checking a backward call")
             finally:
                 self.rec.busy = False
-            reported = len(self.findings)
+            findings = self.engine.findings
+            reported = len(findings)
             marked = False
             if call is not None:
                 # may raise GraphMisuseError: before PyTorch, before any .grad
                 self._dispatch(call, quiet=quiet, skim=skim)
-                if plain and not quiet and len(self.findings) == reported:
+                if plain and not quiet and len(findings) == reported:
                     self._quiet.remember(call)  # every rule judged this shape: nothing found
                 marked = failsafe(self._internal_error, "recording a backward call",
                                   self._mark_before, call) is not None
-            reported = sum(1 for f in self.findings[reported:] if f.severity == "error")
+            reported = sum(1 for f in findings[reported:] if f.severity == "error")
         finally:
             if gc_paused:
                 gc.enable()
@@ -745,8 +741,8 @@ class GraphGuard:
         if hit >= 0:
             scan.unmarked_freed = (hit, scan.old_top(hit, self._born_before))
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
-                            self.backward_calls, self.iteration)
-        self.backward_calls += 1
+                            self.clock.backward_calls, self.clock.iteration)
+        self.clock.backward_calls += 1
         return call
 
     def _note_stepping(self, opt: Any) -> None:
@@ -771,10 +767,11 @@ class GraphGuard:
     def _skimming(self) -> bool:
         """Whether this iteration is skimmed (NOTE [skimmed iterations]): light mode, no recent
         non-quiet backward, and outside the sampled window of the current period."""
-        if self.rec.recording or self.iteration < self._full_until:
+        it = self.clock.iteration
+        if self.rec.recording or it < self._full_until:
             return False
         w = self._window_size
-        return self.iteration % (w * SAMPLE_PERIOD) >= w
+        return it % (w * SAMPLE_PERIOD) >= w
 
     def _after_backward(self, call: BackwardCall) -> None:
         self._dispatch(BackwardDone(call.site, call), raising=False)
@@ -787,7 +784,7 @@ class GraphGuard:
     # came after PyTorch's kernels had flushed them: 2-4x the cost, ~100 us on the small
     # transformer's 156 nodes). If the backward does not complete, they are taken back.
     def _mark_before(self, call: BackwardCall) -> bool:
-        it = self.iteration
+        it = self.clock.iteration
         if call.retain_graph and self._pending_boundary and self.steps == 0:
             # No optimizer yet and an earlier backward freed its graph: a boundary is pending, and
             # whatever comes next (a freeing backward or a step) closes it. A retained backward
@@ -960,7 +957,7 @@ class GraphGuard:
 
     def _end_iteration(self, opt: Any, by_backward: bool = False) -> None:
         skim, self._skimmed_step = self._skimmed_step and opt is not None, False
-        self.iteration += 1
+        self.clock.iteration += 1
         if not by_backward:
             self.steps += 1
             self._pending_boundary = False
