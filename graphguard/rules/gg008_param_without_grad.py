@@ -58,7 +58,11 @@ class ParamWithoutGrad(Rule):
     Parameters with `requires_grad=False` (deliberately frozen) are never reported. With
     `optimizer.step(closure)` the parameters are judged after the step, once the closure has
     computed the gradients. A parameter that gets gradients only every few steps (alternating
-    heads) is reported as unreached only if it got none at its first two steps. After the first
+    heads) is reported as unreached only if it got none at its first two steps; one member of a
+    `ModuleList` / `ModuleDict` whose other members get gradients (a head per task, LayerDrop,
+    mixture-of-experts routing) only if it got none at its first sixteen. A parameter that had a
+    gradient before and gets none at a later step is not reported for a cut off this loss's path
+    (a `loss.item()` logged after the previous step): the forward did not use it this time. After the first
     iterations the steps are judged on a sample (one window of iterations in eight): a parameter
     group added late that the loss never reaches is reported a few steps later.
     """
@@ -74,6 +78,10 @@ class ParamWithoutGrad(Rule):
     skim_skip = (StepCall, StepDone, BackwardDone)
 
     UNREACHED_STEPS = 2  # steps with .grad None before a partly unreached optimizer is reported
+    # ... when the parameter's module is one member of a ModuleList / ModuleDict whose other
+    # members did get gradients: the forward picks members at run time (a head per task, LayerDrop,
+    # mixture-of-experts routing), so a member may wait many steps for its first gradient
+    SELECTED_STEPS = 16
 
     def __init__(self) -> None:
         # First iteration since the previous step. Gradient accumulation runs several backward
@@ -87,6 +95,8 @@ class ParamWithoutGrad(Rule):
         self.none_steps: WeakIdMap[int] = WeakIdMap()  # param -> steps judged with .grad None
         self.reached: WeakIdMap[bool] = WeakIdMap()  # param -> got a gradient at some step
         self.reported: WeakIdMap[bool] = WeakIdMap()  # param -> already reported as unreached
+        # param -> optimizer steps (all, judged or skimmed) when it was first judged without .grad
+        self.none_since: WeakIdMap[int] = WeakIdMap()
         self.asked: WeakIdMap[bool] = WeakIdMap()  # param -> details asked for it (light mode)
         self.last_leaves: list[Any] = []
         self.read_reported: WeakIdMap[int] = WeakIdMap()  # param -> backward count when its read was
@@ -167,12 +177,20 @@ class ParamWithoutGrad(Rule):
                 if id(p) in filled:
                     continue  # the last backward reached it: its .grad was cleared since (GG010's)
                 cuts = self._cuts(ctx, p, start)
+                if cuts and p in self.reached and not any(c.index in self.root_cuts for c in cuts):
+                    # No cut on this loss's path, and p had a gradient at an earlier step: the
+                    # forward did not use it this time (a layer dropped, another task's head), and
+                    # the cuts behind it are of an earlier graph (`loss.item()` logged after the
+                    # step), not what stopped its gradient now.
+                    cuts = []
                 if cuts:
                     if self.read_reported.get(p) != self.backwards:
                         cut.append((p, cuts))
                     continue
                 if backwards and p not in self.reached:
                     self.none_steps[p] = self.none_steps.get(p, 0) + 1
+                    if p not in self.none_since:
+                        self.none_since[p] = ctx.optimizer_steps()
                     unreached.append(p)
         if trainable == len(params) and filled is None:  # every one trainable, with a gradient
             try:
@@ -360,6 +378,15 @@ class ParamWithoutGrad(Rule):
         every = len(params) == trainable
         if not every:
             params = [p for p in params if self.none_steps.get(p, 0) >= self.UNREACHED_STEPS]
+            params = [p for p in params if p not in self.reported]
+            selected = self._selected_members(params)
+            steps = ctx.optimizer_steps()
+            waiting = {id(p) for p in params if id(p) in selected
+                       and steps - self.none_since.get(p, steps) < self.SELECTED_STEPS}
+            for p in params:
+                if id(p) in waiting:
+                    self.asked.pop(p)  # judged again at the next steps, also in light mode
+            params = [p for p in params if id(p) not in waiting]
         params = [p for p in params if p not in self.reported]
         if not params:
             return []
@@ -444,6 +471,28 @@ class ParamWithoutGrad(Rule):
                                                        f"GG008: {name or 'parameters'} frozen, still optimized",
                                                        entry_site=event.site,
                                                        entry_op="optimizer.step()")))
+        return out
+
+    def _selected_members(self, params: list[torch.Tensor]) -> set[int]:
+        """The ids of those of `params` that belong to one member of a ModuleList / ModuleDict
+        of the user's modules while a parameter of another member of it got a gradient at some
+        step: a module the forward selects per step, not one it never calls. Report time only
+        (one `named_modules()` walk per user module)."""
+        want = {id(p) for p in params}
+        out: set[int] = set()
+        if not want:
+            return out
+        for _name, root, _fr in user_modules():
+            for m in root.modules():
+                if not isinstance(m, (torch.nn.ModuleList, torch.nn.ModuleDict)) or len(m) < 2:
+                    continue
+                members = [list(child.parameters()) for child in m.children()]
+                reached = [any(q in self.reached for q in ps) for ps in members]
+                for i, ps in enumerate(members):
+                    if any(r for j, r in enumerate(reached) if j != i):
+                        out.update(id(q) for q in ps if id(q) in want)
+            if out >= want:
+                break
         return out
 
     def _trained_module(self, params: list[torch.Tensor]) -> tuple[str, Any] | None:

@@ -78,7 +78,9 @@ class LossWithoutGrad(Rule):
     says the loss has no grad_fn without naming the cut.
     A loss term computed under `torch.no_grad()` is taken as meant (a constant the author wants
     in the reported value); when it is a mistake (an entropy bonus computed from log-probs that a
-    no-grad helper returned), it is not reported.
+    no-grad helper returned), it is not reported. The re-wrap check stays silent when the graph
+    holds a custom `autograd.Function` (a reentrant checkpoint): its backward may reach parameters
+    the walk cannot see (a frozen base whose adapters sit in checkpointed blocks).
     """
 
     code = "GG009"

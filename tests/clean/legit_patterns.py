@@ -520,3 +520,57 @@ def lookahead_optimizer():
 
 
 ALL += [spectral_norm_gan, dann_gradient_reversal, ensemble_vmap_stack_module_state, lookahead_optimizer]
+
+
+def task_sampled_heads_and_layerdrop():
+    """A head per task in a ModuleDict, the task picked per batch (head 'c' first used at the
+    fifth step), then LayerDrop over a ModuleList; `loss.item()` logged after every step."""
+    torch.manual_seed(0)
+    body = nn.Linear(4, 8)
+    heads = nn.ModuleDict({k: nn.Linear(8, 1) for k in "abc"})
+    opt = torch.optim.SGD([*body.parameters(), *heads.parameters()], lr=0.05)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    for task in "aabac":
+        opt.zero_grad()
+        loss = F.mse_loss(heads[task](torch.relu(body(x))), y)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+    layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+    out = nn.Linear(8, 1)
+    opt = torch.optim.Adam([*layers.parameters(), *out.parameters()], lr=1e-3)
+    for skip in [{0}, {0, 2}, {0}, {1}, set()]:
+        h = torch.randn(8, 8)
+        for i, layer in enumerate(layers):
+            if i not in skip:
+                h = torch.tanh(layer(h))
+        opt.zero_grad()
+        loss = F.mse_loss(out(h), y)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+
+
+def frozen_base_adapters_reentrant_checkpoint():
+    """A frozen base whose only trainable parameters (LoRA-style adapters) sit inside reentrant
+    checkpoints; the embedding output is made to require grad by a forward hook."""
+    from torch.utils.checkpoint import checkpoint
+    torch.manual_seed(0)
+    embed = nn.Embedding(20, 8)
+    base = nn.Linear(8, 8)
+    for p in [*embed.parameters(), *base.parameters()]:
+        p.requires_grad_(False)
+    embed.register_forward_hook(lambda module, inputs, output: output.requires_grad_(True))
+    lora_a, lora_b = nn.Linear(8, 2, bias=False), nn.Linear(2, 8, bias=False)
+    nn.init.zeros_(lora_b.weight)
+    opt = torch.optim.AdamW([*lora_a.parameters(), *lora_b.parameters()], lr=1e-2)
+    ids, y = torch.randint(0, 20, (4, 5)), torch.randn(4, 5, 8)
+    for _ in range(3):
+        h = checkpoint(lambda t: torch.tanh(base(t) + lora_b(lora_a(t))), embed(ids), use_reentrant=True)
+        loss = F.mse_loss(h, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+ALL += [task_sampled_heads_and_layerdrop, frozen_base_adapters_reentrant_checkpoint]
