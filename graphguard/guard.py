@@ -16,7 +16,7 @@ import torch
 from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
-from .capture.backward import bind_backward, materialize_iterators
+from .capture.backward import bind_backward, materialize_iterators, plain_tensor_backward
 from .capture.checkpoint import install_checkpoint_hook
 from .capture.marks import SequenceMarks
 from .capture.mode import GuardMode
@@ -627,7 +627,9 @@ class GraphGuard:
             # (compiling: AOTAutograd tracing a compiled region's backward, not the user's)
             return orig(*args, **kwargs)
         # a generator passed as `inputs` (`model.parameters()`) is read once: by the real call
-        args, kwargs = materialize_iterators(args, kwargs)
+        plain_call = plain_tensor_backward(args, kwargs)  # `loss.backward()`: nothing to read once
+        if not plain_call:
+            args, kwargs = materialize_iterators(args, kwargs)
         call = None
         _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
         # The scan makes a Python wrapper per graph node and the rules build per-node data: on a
@@ -640,7 +642,7 @@ class GraphGuard:
             self.rec.busy = True
             plain = quiet = skim = False
             try:
-                call = self._prepare_backward(api, orig, args, kwargs)
+                call = self._prepare_backward(api, orig, args, kwargs, plain_call)
                 if not self.rec.recording:
                     # light mode: a plain call on a graph shape already judged (NOTE [quiet events])
                     if self._quiet.plain(call, bool(self.rec.packs)):
@@ -716,12 +718,14 @@ class GraphGuard:
         if event is not None:
             self._dispatch(event)
 
-    def _prepare_backward(self, api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardCall:
-        roots, grads, inputs, retain, create = bind_backward(api, orig, args, kwargs)
+    def _prepare_backward(self, api: str, orig: Any, args: tuple, kwargs: dict,
+                          plain_call: bool | None = None) -> BackwardCall:
+        roots, grads, inputs, retain, create = bind_backward(api, orig, args, kwargs, plain_call)
         if not retain and self._pending_boundary and self.steps == 0:
             # no optimizer seen: each graph-freeing backward closes an iteration (DESIGN.md)
             self._end_iteration(None, by_backward=True)
-        self.rec.mark_used(inputs)
+        if inputs:
+            self.rec.mark_used(inputs)
         # light mode: PyTorch's own version check, read before PyTorch runs (GG005), by the
         # scan as it walks (capture/saved.SavedCheck)
         check = None if self.rec.saved_hooks_on else SavedCheck(self.rec.unpack, self.rec.adopt)
@@ -737,7 +741,8 @@ class GraphGuard:
                 # a graph part made before the guard that a backward outside it already consumed
                 # (freed and never marked); the nodes a recorded op made are not read
                 hit = scan.find_unmarked_freed(self._born_before)
-        self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
+        if scan.function_inputs:
+            self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         if hit >= 0:
             scan.unmarked_freed = (hit, scan.old_top(hit, self._born_before))
         call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,

@@ -84,10 +84,14 @@ def plain_tensor_backward(args: tuple, kwargs: dict) -> bool:
             and (args[2] is None or type(args[2]) is bool) and type(args[3]) is bool)
 
 
-def bind_backward(api: str, orig: Any, args: tuple, kwargs: dict) -> BackwardArgs:
+def bind_backward(api: str, orig: Any, args: tuple, kwargs: dict,
+                  plain: bool | None = None) -> BackwardArgs:
     """The arguments of `orig(*args, **kwargs)`: api "grad" (autograd.grad) or "backward"
-    (Tensor.backward or autograd.backward)."""
-    if api == "backward" and orig is not torch.Tensor.backward and plain_tensor_backward(args, kwargs):
+    (Tensor.backward or autograd.backward). `plain`: plain_tensor_backward(args, kwargs), when
+    the caller has it already."""
+    if plain is None:
+        plain = plain_tensor_backward(args, kwargs)
+    if api == "backward" and orig is not torch.Tensor.backward and plain:
         create = args[3]
         return BackwardArgs([args[0]], [], [], create if args[2] is None else args[2], create)
     if api == "grad":
