@@ -12,7 +12,7 @@ import torch
 
 from ..capture.graph import summarize
 from ..lookup.layers import layers_built_in_forward, parameters_owner, plain_layer_holders
-from ..lookup.names import find_name, resolve
+from ..lookup.names import find_name, find_names, resolve
 from ..lookup.owners import find_owner, user_modules
 from ..capture.weakmap import WeakIdMap
 from ..lookup.source import (assignment_lines, attribute_assignment_lines, called_names,
@@ -87,8 +87,9 @@ class UnregisteredParameter(Rule):
     be trained: an `nn.Parameter` (or a tensor with `requires_grad=True` stored on a module) of a
     model the optimizer trains, that the optimizer was never given. Typical causes: a layer built
     inside `forward` (new, untrained weights at every call), a tensor assigned to a module
-    without `nn.Parameter`, layers kept in a plain Python list instead of `nn.ModuleList`, or a
-    layer added (a head replaced) after the optimizer was built.
+    without `nn.Parameter`, layers kept in a plain Python list instead of `nn.ModuleList`, a
+    layer added (a head replaced, a block widened) after the optimizer was built, or one tensor
+    of a hand-built list of weights the optimizer was given only part of.
 
     ## Why is this bad?
     Backward computes their gradients, nothing applies them, and nothing crashes: that part of
@@ -335,9 +336,16 @@ class UnregisteredParameter(Rule):
         known = v in self.known
         is_param = isinstance(v, torch.nn.Parameter)
         if not is_param:
-            if known or ctx.leaf_used(v) or self.searches >= MAX_SEARCHES:
+            if known or self.searches >= MAX_SEARCHES:
                 return None
             self.searches += 1  # plain tensors are many (inputs with requires_grad_): bounded
+            if ctx.leaf_used(v):
+                # its creation line's tensors are used (an optimizer holds some of them): only
+                # one of a list the optimizer got part of is ours (`layers[:2]` passed, not all)
+                if find_owner(v) is not None:
+                    return None
+                sibling = _optimized_sibling(v, ctx)
+                return ("standalone", sibling, None) if sibling else None
         owner = find_owner(v)
         if owner is not None:
             trained_root = owner.root in self.trained_modules or any(
@@ -356,7 +364,11 @@ class UnregisteredParameter(Rule):
         if known:
             return None
         if not is_param:
-            return None  # a plain tensor outside any module: GG103's business, not ours
+            # a plain tensor outside any module is GG103's business, not ours, unless it sits in
+            # a list or dict some of whose other tensors an optimizer holds (`layers[2]` of a
+            # hand-built net whose optimizer got `layers[:2]`): a part left out of that list
+            sibling = _optimized_sibling(v, ctx)
+            return ("standalone", sibling, None) if sibling else None
         hit = find_name(lambda x: x is v)
         return ("standalone", hit.name, None) if hit else ("unnamed", None, None)
 
@@ -613,6 +625,26 @@ class UnregisteredParameter(Rule):
                 f"build the optimizer after the model is complete, or "
                 f"{opt}.add_param_group({{'params': {params}}})")
 
+
+
+def _optimized_sibling(v: torch.Tensor, ctx: RuleContext) -> str | None:
+    """The user's name for `v` (`layers[2]`) when it is an element of a list, tuple or dict that
+    also holds a tensor an optimizer is given: the container is the program's set of trainable
+    tensors, and `v` is the one missing from the optimizer. None otherwise."""
+    frames = ctx.frames()
+    for hit in find_names(lambda x: x is v, frames)[:8]:
+        if not hit.name.endswith("]") or "[" not in hit.name:
+            continue  # a plain name (the loop variable `w`): look for the container's element
+        holder = resolve(hit.name.rsplit("[", 1)[0], frames)
+        box = holder.value if holder is not None else None
+        items = list(box.values()) if isinstance(box, dict) else \
+            box if isinstance(box, (list, tuple)) else None
+        if not items or len(items) > 4096:
+            continue
+        if any(x is not v and isinstance(x, torch.Tensor) and x.requires_grad and ctx.is_optimized(x)
+               for x in items):
+            return hit.name
+    return None
 
 
 def _whole_late_module(ctx: RuleContext, name: str, kind: str, alive: list[torch.Tensor]
