@@ -66,6 +66,9 @@ class Recorder:
         self.leaves: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> LeafRecord
         self.leaf_sites: dict[tuple, LeafSite] = {}
         self.optimized: WeakIdKeyDictionary = WeakIdKeyDictionary()  # param -> optimizer name hint
+        # requires-grad leaves some op read with grad mode on while recording: a parameter
+        # that is read but never reaches a backward feeds an output the loss leaves unused
+        self.read_leaves: WeakIdKeyDictionary = WeakIdKeyDictionary()
         # optimizer -> weak references to the parameters marked at its last step
         self._marked_params: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
         self.cuts: dict[int, Cut] = {}
@@ -191,7 +194,7 @@ class Recorder:
         if outs and torch.is_inference_mode_enabled():
             self._record_inference(outs)
         key = self.stamp_key
-        any_rg_out = False
+        any_rg_out = any_node_out = False
         for o in outs:
             if not o.requires_grad:
                 continue
@@ -203,11 +206,19 @@ class Recorder:
                 # reading its grad_fn (Adam's view_as_real of complex parameters). Not a new node.
                 continue
             if gf is not None:
+                any_node_out = True
                 md = gf.metadata
                 if key not in md:
                     md[key] = Stamp(self.clock.iteration, self.site(), self.clock.backward_calls)
             elif (kwargs.get("requires_grad") or name == "requires_grad_") and o not in self.leaves:
                 self._record_leaf(o, name)
+        if any_node_out and target is None and not self.in_step:
+            # a differentiable use: an output with history (not `w.size()`, not the leaf that
+            # `init.kaiming_uniform_(w)` hands back)
+            read = self.read_leaves
+            for t in tensors:
+                if t.requires_grad and t.grad_fn is None and t not in read:
+                    read[t] = True
         if taint_in and any_rg_out:  # only ops reading a cut value
             self.healed.update(taint_in)
             if name in _ADDITIVE and len(outs) == 1 and outs[0].numel() == 1:

@@ -194,6 +194,11 @@ class RuleContext:
         rec = self.leaf_record(t)
         return rec is not None and (rec.stats.used or id(rec.stats) in self._claims)
 
+    def leaf_read(self, t: Any) -> bool:
+        """Whether some op read the requires-grad leaf `t` with grad mode on while recording
+        (the forward used it, whether or not its result reached a loss)."""
+        return isinstance(t, torch.Tensor) and t in self._rec.read_leaves
+
     def recorded_leaf_tensors(self) -> list[torch.Tensor]:
         """The live recorded leaves, oldest first (tensors only)."""
         return list(self._rec.leaves.keys())

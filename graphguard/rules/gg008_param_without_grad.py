@@ -53,6 +53,10 @@ class ParamWithoutGrad(Rule):
     of an optimizer's parameters ever reaches a graph the finding is an error (the step does
     nothing at all); when only some never do, a warning after two steps (a module left out of
     the forward pass may be meant; an unused module in the optimizer is at best wasted work).
+    When the forward did compute with those parameters in the recorded iterations and only their
+    output never reached the loss (a pretrained encoder's pooler under mean pooling, an extra
+    head left unused, or a loss term left out), the finding is information, not a warning: the
+    program may well be correct, and the finding still names the module.
 
     ## Known problems
     Parameters with `requires_grad=False` (deliberately frozen) are never reported. With
@@ -418,12 +422,24 @@ class ParamWithoutGrad(Rule):
             if subject.created_at is None:
                 subject = replace(subject, created_at=origin_of(p))
             name = subject.name
+            severity = "error" if every else "warning"
             if every:
                 why = (f"none of the parameters {opt_name} holds reached the graph of any backward "
                        "(the optimizer was built over another model instance, or over a layer "
                        "replaced after it was built)")
                 fix = (f"build {opt_name} over the parameters of the model the loss is computed "
                        "from, after the model is final (create the model once, then the optimizer)")
+            elif all(ctx.leaf_read(q) for q in members):
+                # The forward reads it, but what it computes never reaches a loss: a pretrained
+                # model's pooler or an extra head whose output is left unused is a correct
+                # program (DDP's find_unused_parameters case), a forgotten loss term is not.
+                # Told, not alarmed.
+                severity = "info"
+                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
+                       "while the other parameters did: the forward computes with it, but that "
+                       "output never reaches the loss")
+                fix = (f"if {name or 'that output'} should train, add its output to the loss; "
+                       f"otherwise leave it out of {opt_name} or freeze it with requires_grad_(False)")
             else:
                 why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
                        "while the other parameters did: the forward pass does not use it (a module "
@@ -436,7 +452,7 @@ class ParamWithoutGrad(Rule):
                 related.append(Related("fix-at", opt_name, "optimizer", made))
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
                                     {"why": why, "fix": fix, "name": display(name, "A parameter")},
-                                    related, severity="error" if every else "warning",
+                                    related, severity=severity,
                                     graph=cut_snapshot(ctx, [], members,
                                                        f"GG008: {name or 'parameters'} get no gradient",
                                                        entry_site=event.site,
