@@ -57,7 +57,7 @@ def predict(x):
     return model(x).data.numpy()
 
 
-# Choose a fixed task and minibatch for visualization
+# one task and one minibatch, kept for the plots
 f_plot = gen_task()
 xtrain_plot = x_all[rng.choice(len(x_all), size=ntrain)]
 
