@@ -35,21 +35,20 @@ _TENSOR_ATTRS: dict[type, tuple[str, ...]] = {}
 
 
 def _attrs_of_type(t: type) -> tuple[str, ...]:
-    attrs = set(dir(t))
-    names = tuple(n for n in sorted(attrs) if n.startswith("_saved_") and "_raw" + n in attrs)
-    if "saved_tensors" in attrs:  # custom autograd.Function nodes
-        names += ("saved_tensors",)
+    names = _TENSOR_ATTRS.get(t)
+    if names is None:
+        attrs = set(dir(t))
+        names = tuple(n for n in sorted(attrs) if n.startswith("_saved_") and "_raw" + n in attrs)
+        if "saved_tensors" in attrs:  # custom autograd.Function nodes
+            names += ("saved_tensors",)
+        _TENSOR_ATTRS[t] = names
     return names
 
 
 def tensor_attrs(node: Any) -> tuple[str, ...]:
     """A node type's saved attributes that hold tensors (those with a `_raw_saved_*` twin; the
     others are sizes and scalars), computed once per type."""
-    t = type(node)
-    names = _TENSOR_ATTRS.get(t)
-    if names is None:
-        names = _TENSOR_ATTRS[t] = _attrs_of_type(t)
-    return names
+    return _attrs_of_type(type(node))
 
 
 class _Readers(dict):
@@ -59,9 +58,7 @@ class _Readers(dict):
     the scan reads the attributes one by one to learn which failed."""
 
     def __missing__(self, t: type) -> Callable[[Any], Any] | None:
-        names = _TENSOR_ATTRS.get(t)
-        if names is None:
-            names = _TENSOR_ATTRS[t] = _attrs_of_type(t)
+        names = _attrs_of_type(t)
         reader = operator.attrgetter(*names) if names else None
         self[t] = reader
         return reader

@@ -111,15 +111,6 @@ MAX_SITES = 4096  # entries before the cache starts over (a program has a bounde
 _SITE_BUDGET = 96  # frames examined at most: deep framework stacks must not make every op slow
 
 
-def _is_internal_by_id(code: types.CodeType) -> bool:
-    entry = _INTERNAL_BY_ID.get(id(code))
-    if entry is None:
-        flag = is_internal_file(code.co_filename)
-        _INTERNAL_BY_ID[id(code)] = (code, flag)
-        return flag
-    return entry[1]
-
-
 def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
     """The innermost user frames above the caller, innermost first (empty when none)."""
     try:
@@ -155,7 +146,7 @@ def user_site(depth: int = 1, max_frames: int = MAX_FRAMES) -> Site:
     f, budget = start, _SITE_BUDGET
     while f is not None and budget and len(frames) < max_frames:
         budget -= 1
-        if not _is_internal_by_id(f.f_code):
+        if not is_internal_code(f.f_code):
             frames.append(f)
         f = f.f_back
     site = tuple(Frame(fr.f_code.co_filename, fr.f_lineno, fr.f_code.co_name) for fr in frames)
