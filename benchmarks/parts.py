@@ -27,6 +27,7 @@ import torch  # noqa: E402
 import torch.optim.optimizer as optim_module  # noqa: E402
 
 import graphguard.guard as guard_module  # noqa: E402
+import graphguard.capture.scan as scan_module  # noqa: E402
 from graphguard import GraphGuard  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
@@ -35,8 +36,17 @@ __all__ = ["measure_parts"]
 PARTS = ["plain", "off", "on", "no_saved_check", "no_rules", "no_marks", "no_backward_check"]
 
 
+class _NoReaders(dict):
+    """capture/saved.READERS with no reader for any node type: the scan's in-walk read of the
+    fresh nodes' saved values (the `no_saved_check` part) reads nothing."""
+
+    def __missing__(self, t: type) -> None:
+        return None
+
+
 class _NoSavedCheck:
-    """capture/saved.SavedCheck that reads nothing (the `no_saved_check` part)."""
+    """capture/saved.SavedCheck that reads nothing (the `no_saved_check` part: its `read` covers
+    the old nodes; the fresh ones are read by the scan itself, switched off by `_NoReaders`)."""
 
     def __init__(self, unpack: Any, adopt: Any) -> None:
         self.stopped, self.freed_at = True, -1
@@ -52,9 +62,10 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
     if part == "off":
         g._dormant = True
     unplug = _unplugged(g) if part == "plain" else None
-    check = guard_module.SavedCheck
+    check, readers = guard_module.SavedCheck, scan_module._READERS
     if part == "no_saved_check":
         guard_module.SavedCheck = _NoSavedCheck
+        scan_module._READERS = _NoReaders()
     if part == "no_marks":
         g._mark_nodes = lambda call, mark: None  # type: ignore[method-assign]
     sink = g.rec.sink
@@ -68,6 +79,7 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
         if unplug is not None:
             unplug()
         guard_module.SavedCheck = check
+        scan_module._READERS = readers
         g.__dict__.pop("_mark_nodes", None)
         g._dormant = False
         g.__dict__.pop("_dispatch", None)
