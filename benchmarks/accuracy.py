@@ -132,16 +132,43 @@ def _label(path: Path) -> str:
         return str(path)
 
 
-def same_name(found: str | None, offender: str) -> bool:
+# the last attribute of a parameter's path (`.weight`, `.bias`, `.in_proj_weight`, `.weight_hh_l0`):
+# the names only say which offenders are parameters, so that a finding about a module never names
+# a parent of an offending module (`model` for `model.fc`)
+_PARAM_LEAF = re.compile(r"\.(\w+_)?(weight|bias)(_\w+)?$")
+
+
+def _paths(name: str) -> list[str]:
+    """`name` and, for an entry of a container (`tracker.losses['total']`, `layers[2][0]`), the
+    container paths it is an entry of, innermost first."""
+    out = [name]
+    while name.endswith("]") and "[" in name:
+        name = name[:name.rfind("[")]
+        if name:
+            out.append(name)
+    return out
+
+
+def same_name(found: str | None, offender: str, kind: str | None = None) -> bool:
     """Whether a finding's subject name is the offender as written. Inside a method the program
     writes `self.fc2`, outside it `model.fc2`: the same object seen from two places, so a leading
     `self` on either side matches any receiver path (`self.rel_h` in a submodule's code is
     `model.attn.rel_h` from the training loop) when the rest of the path is the same. An entry of
-    the offender, as the program indexes it (`total_loss['BoxLoss']` of a dict `total_loss`),
-    names it too."""
+    the offender, as the program indexes it (`total_loss['BoxLoss']` of a dict `total_loss`,
+    `tracker.train_losses['total']` of `self.train_losses`), names it too. A finding about a whole
+    module (`kind` "module") names a parameter of it (`model.decoder.linear` for the offender
+    `model.decoder.linear.weight`): when every parameter of a layer is left without gradient, the
+    layer is the thing to fix, and listing its weight and bias one by one says less."""
     if not found:
         return False
-    if found == offender or found.startswith(offender + "["):
+    offenders = [offender]
+    if kind == "module" and _PARAM_LEAF.search(offender):
+        offenders.append(offender.rsplit(".", 1)[0])  # the module that owns the parameter
+    return any(_same_path(f, o) for f in _paths(found) for o in offenders)
+
+
+def _same_path(found: str, offender: str) -> bool:
+    if found == offender:
         return True
     for a, b in ((found, offender), (offender, found)):
         head, _, rest = a.partition(".")
@@ -165,7 +192,8 @@ def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome,
     o.detected = bool(relevant)
     o.exact = any(f.get("code") == codes[0] for f in relevant)
     o.located = any(pl in targets for f in relevant for pl in _places(f, cwd))
-    o.named = any(same_name((f.get("subject") or {}).get("name"), name) for f in relevant) if name else False
+    o.named = any(same_name((f.get("subject") or {}).get("name"), name, (f.get("subject") or {}).get("kind"))
+                  for f in relevant) if name else False
     o.early = (entry.get("symptom") or {}).get("kind") == "raises" and any(
         f.get("before_crash") is True for f in relevant)
 

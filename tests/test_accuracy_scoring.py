@@ -19,6 +19,8 @@ from accuracy import same_name  # noqa: E402
     ("model.attn.rel_h", "self.rel_h"),  # a parameter made in a submodule's forward
     ("net.blocks.0.conv.weight", "self.conv.weight"),
     ("total_loss['BoxLoss']", "total_loss"),  # an entry of a dict of running sums
+    ("metrics.tracker.train_losses['total']", "self.train_losses"),  # an entry, seen from a method
+    ("self.sums['a'][0]", "trainer.sums"),
 ])
 def test_same_object_seen_from_two_places(found: str, offender: str) -> None:
     assert same_name(found, offender)
@@ -35,3 +37,23 @@ def test_same_object_seen_from_two_places(found: str, offender: str) -> None:
 ])
 def test_different_objects(found: str | None, offender: str) -> None:
     assert not same_name(found, offender)
+
+
+@pytest.mark.parametrize("found, offender", [
+    ("model.decoder.linear", "model.decoder.linear.weight"),
+    ("self.pool.score", "explainer.pool.score.bias"),
+    ("net.rnn", "net.rnn.weight_hh_l0"),
+])
+def test_a_module_names_its_parameter(found: str, offender: str) -> None:
+    """A finding about a whole layer left without gradient names each of its parameters."""
+    assert same_name(found, offender, kind="module")
+    assert not same_name(found, offender, kind="parameter")
+
+
+@pytest.mark.parametrize("found, offender", [
+    ("model", "model.fc"),  # a module's parent is not the module
+    ("model.decoder", "model.decoder.linear.weight"),  # nor the parameter's grandparent
+    ("model.decoder.linear", "model.decoder.linear2.weight"),
+])
+def test_a_module_does_not_name_others(found: str, offender: str) -> None:
+    assert not same_name(found, offender, kind="module")
