@@ -172,3 +172,48 @@ def test_every_error_of_the_ellipse_example_has_a_fix_at_line():
             assert names["GG009"] == "mask"
             made = next(f for f in errors if f["code"] == "GG009")["subject"]["created_at"]
             assert made["line"] == 11
+
+
+def _gg010_created_lines(fn) -> dict[str, int]:
+    from graphguard import GraphGuard
+    g = GraphGuard(mode="collect")
+    with g:
+        fn()
+    return {f.subject.name: f.subject.created_at.line for f in g.findings
+            if f.code == "GG010" and f.subject.created_at is not None}
+
+
+def _manual_sgd(params, x):
+    for _ in range(3):
+        loss = sum((x * p).sum() for p in params) ** 2
+        loss.backward()
+        for p in params:
+            p.data -= 0.01 * p.grad  # never zeroed
+
+
+class _Fit:
+    def __init__(self):
+        self.scale = torch.full((4,), 0.5)
+        self.scale.requires_grad_(True)
+
+    def run(self):
+        _manual_sgd([self.scale], torch.randn(4))
+
+
+def test_a_leaf_made_trainable_by_requires_grad_is_dated_by_the_line_that_made_it():
+    """`w = torch.tensor(...)` then `w.requires_grad_()`: the tensor was made on the first line; the
+    second only switched gradients on. Same for an attribute set in `__init__`; a tensor made and
+    switched on in one statement keeps that statement."""
+    here = Path(__file__)
+
+    def plain():
+        offset = torch.tensor([0.1, -0.2, 0.3, 0.0])
+        gain = torch.ones(4)
+        offset.requires_grad_()
+        both = torch.zeros(4).requires_grad_()
+        _manual_sgd([offset, gain.requires_grad_(), both], torch.randn(4))
+
+    lines = _gg010_created_lines(plain)
+    assert lines["offset"] == _line(here, "offset = torch.tensor([0.1")
+    assert lines["both"] == _line(here, "both = torch.zeros(4).requires_grad_()")
+    assert _gg010_created_lines(lambda: _Fit().run())["self.scale"] == _line(here, "self.scale = torch.full(")

@@ -10,7 +10,7 @@ import torch
 
 from ..lookup.names import NameHit, find_name, find_names, find_objects, live_user_frames, resolve
 from ..lookup.origins import made_name, origin_of, origin_of_name
-from ..lookup.source import assigned_targets, inplace_receivers
+from ..lookup.source import assigned_targets, inplace_receivers, target_lines
 from ..capture.graph import summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
@@ -359,6 +359,8 @@ class RuleContext:
         if kind == "tensor" and isinstance(t, torch.nn.Parameter):
             kind = "parameter"
         made_at = self.loc(site, hit.frame if hit else None) if site else None
+        if made_at is not None and isinstance(t, torch.Tensor):
+            made_at = self._made_before_requires_grad(t, made_at)
         if made_at is None and (isinstance(t, torch.nn.Module)
                                 or isinstance(t, torch.Tensor) and t.grad_fn is None):
             # no op seen making it (built before the guard, a parameter): read the source. A
@@ -367,6 +369,22 @@ class RuleContext:
             made_at = self.origin(t, hit)
         return Subject(name, kind, summarize(t) if t is not None else "",
                        made_at, iteration)
+
+    def _made_before_requires_grad(self, t: torch.Tensor, at: SourceLoc) -> SourceLoc:
+        """For a leaf that a statement `w.requires_grad_()` made trainable: the line that made the
+        tensor (`w = torch.tensor(...)` before it), which is where the tensor was created; the
+        requires_grad_ line itself only switched gradients on. `at` otherwise. Report time only."""
+        rec = self.leaf_record(t)
+        if rec is None or rec.func != "requires_grad_":
+            return at
+        try:
+            receivers = inplace_receivers(at.file, at.line)
+            if len(receivers) != 1:
+                return at
+            found = [loc for loc in target_lines(at.file, at.line, receivers[0]) if loc.line < at.line]
+        except Exception:  # wording only: never let a look-up fail a finding
+            return at
+        return found[-1] if found else at
 
     def origin(self, t: Any, hit: NameHit | None = None) -> SourceLoc | None:
         """Where the user's source makes `t` when the guard saw no op make it (built before the
