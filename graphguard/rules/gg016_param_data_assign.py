@@ -4,10 +4,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import linecache
+import weakref
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from ..events import DataAssign
+from ..events import DataAssign, StepCall
 from ..model import Finding, Frame, Related
 from .base import Rule, display
 from .context import RuleContext
@@ -80,6 +83,43 @@ def written_since_step(t: torch.Tensor, ctx: RuleContext) -> bool:
     return rec is not None and rec.iteration == ctx.iteration and rec.version == t._version
 
 
+def fingerprint(t: torch.Tensor) -> tuple[float, float] | None:
+    """Two float64 sums of `t`'s values (plain and absolute): enough to tell whether the values a
+    parameter holds at a step are the ones it held before an assignment replaced them. Read
+    only while a finding waits for that step, never per op."""
+    try:
+        with torch.no_grad():
+            d = t.detach()
+            return (float(d.sum(dtype=torch.float64)), float(d.abs().sum(dtype=torch.float64)))
+    except Exception:  # no values to read (meta, sparse, complex, some subclasses): judge as before
+        return None
+
+
+def holds(opt: Any, t: torch.Tensor) -> bool:
+    """Whether optimizer `opt` has `t` in one of its parameter groups (an object without
+    param_groups, a wrapper, counts as holding it)."""
+    groups = getattr(opt, "param_groups", None)
+    if not groups:
+        return True
+    try:
+        return any(p is t for g in groups for p in g["params"])
+    except Exception:
+        return True
+
+
+@dataclass
+class _Waiting:
+    """An assignment's finding, held until the next step of an optimizer holding the parameter."""
+
+    ref: weakref.ref  # the parameter (weakly: the guard keeps no tensor alive)
+    before: tuple[float, float] | None  # fingerprint of the values the assignment replaced
+    steps: int  # optimizer steps done when it was assigned
+    findings: list[Finding]
+
+
+MAX_WAITING = 4096  # parameters with an assignment waiting for its step (bounded: ids are reused)
+
+
 class ParamDataAssign(Rule):
     """## What it does
     Fires when `t.data = value` is assigned, outside `optimizer.step()`, to a parameter that an
@@ -111,6 +151,11 @@ class ParamDataAssign(Rule):
     ```
 
     ## Known problems
+    A replacement the program undoes itself before the next step is not reported: the step
+    then updates the values that were replaced, so nothing is lost (BinaryConnect/BinaryNet
+    keep the real-valued weight in `p.org`, run `forward` with `p.data = sign(p.org)` and put
+    `p.data.copy_(p.org)` back before `optimizer.step()`). So an assignment without history is
+    judged at the next step of an optimizer that holds the parameter, not where it is made.
     Loading weights into a parameter before the first step (initialization) is not reported, nor
     are parameters no optimizer holds (an EMA copy updated by `ema.data = ...`) or that it holds
     but never updates (a frozen momentum encoder among `model.parameters()`: no gradient, no
@@ -125,9 +170,47 @@ class ParamDataAssign(Rule):
     severity = "error"
     summary = "`param.data = ...` replaces what the optimizer updates, or drops the value's history"
     template = "{name}.data = ... at line {line} {what}. Fix: {fix}"
-    events = (DataAssign,)
+    events = (DataAssign, StepCall)
+    # a waiting assignment whose step falls in a skimmed iteration is dropped, not misjudged
+    # (`steps` no longer matches); the next assignment in a judged iteration waits again
+    skim_skip = (StepCall,)
 
-    def check(self, event: DataAssign, ctx: RuleContext) -> list[Finding] | None:
+    def __init__(self) -> None:
+        self._waiting: dict[int, _Waiting] = {}
+
+    def check(self, event: DataAssign | StepCall, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, StepCall):
+            return self._judge_step(event, ctx) if self._waiting else None
+        return self._judge_assign(event, ctx)
+
+    def _judge_step(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
+        """The step that the waiting assignments were made before: report those whose parameter
+        does not hold again the values the assignment replaced."""
+        out: list[Finding] = []
+        steps = ctx.optimizer_steps()
+        for key, w in list(self._waiting.items()):
+            t = w.ref()
+            if t is None or w.steps != steps:
+                del self._waiting[key]  # gone, or a step went by unjudged (skimmed)
+                continue
+            if not holds(event.optimizer, t):
+                continue  # another optimizer's step: wait for the one that updates it
+            del self._waiting[key]
+            if w.before is not None and fingerprint(t) == w.before:
+                continue  # put back before the step: the update lands on what was replaced
+            out.extend(w.findings)
+        return out or None
+
+    def _wait(self, t: torch.Tensor, ctx: RuleContext, findings: list[Finding]) -> None:
+        steps = ctx.optimizer_steps()
+        w = self._waiting.get(id(t))
+        if w is not None and w.ref() is t and w.steps == steps:
+            return  # a second assignment before the same step: the first one replaced the update
+        if len(self._waiting) >= MAX_WAITING:
+            del self._waiting[next(iter(self._waiting))]
+        self._waiting[id(t)] = _Waiting(weakref.ref(t), fingerprint(t), steps, findings)
+
+    def _judge_assign(self, event: DataAssign, ctx: RuleContext) -> list[Finding] | None:
         t, v = event.target, event.value
         if not isinstance(t, torch.Tensor) or ctx.in_optimizer_step():
             return None
@@ -160,6 +243,11 @@ class ParamDataAssign(Rule):
             fix = (f"compute with the transformed value differentiably in forward (w = f({name or 'param'})), "
                    f"or update in place under torch.no_grad() after optimizer.step() "
                    f"({name or 'param'}.copy_(...))")
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"line": line, "what": what, "fix": fix,
-                              "name": display(name, "a parameter")}, related)]
+        found = [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                              {"line": line, "what": what, "fix": fix,
+                               "name": display(name, "a parameter")}, related)]
+        if history:
+            return found
+        # named now (the user's frames are live here), reported at the step unless undone by then
+        self._wait(t, ctx, found)
+        return None
