@@ -38,6 +38,8 @@ from .families import (
 from .families.reduce_at import reduce_at_fix
 from .families.swap_args import swap_loss_arguments
 from .families.zero_grad_move import move_zero_grad_after_step
+from .families.manual_zero import zero_after_manual_update
+from .families.late_module import add_group_after_change
 from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
@@ -106,6 +108,9 @@ RANK = {"sum-losses": -1, "retain-graph": 1,
 # the clear moved after the step keeps gradient accumulation, so it is tried before a second clear
 # inserted before the backward; the swap the rule diagnosed comes before detaching the prediction
 RANK.update({"zero-grad-after-step": -1, "swap-loss-arguments": -1})
+# a hand-written update (no optimizer to clear): its tensors' gradients zeroed right after it
+FAMILIES["GG010"].insert(0, zero_after_manual_update)
+RANK.update({"zero-grad-after-update": -1})
 
 # the loss built again before its second backward (only proposed when backward is called on the
 # freed loss itself, whose detaching can only fail), an accumulator started again, and what reads a
@@ -129,6 +134,11 @@ RANK.update({"stack-copies": -1, "keep-tensor-roundtrip": -1, "gate-selection": 
 # where it is stored cuts the loss); a value returned by a cache, computed again with the cache off
 # (a detach would cut the trained input). Each is proposed only where the simpler edit cannot work.
 FAMILIES["GG011"].append(register_nested_container)
+# a layer that replaced part of the model inside the training loop: given to the optimizer right
+# after that change (proposed only when the loop makes one; adding it where the optimizer is built
+# would add the layer it replaced)
+FAMILIES["GG011"].insert(0, add_group_after_change)
+RANK.update({"add-param-group-after-change": -1})
 FAMILIES["GG101"].append(detach_after_backward)
 FAMILIES["GG001"].insert(0, uncache_call)
 FAMILIES["GG003"].insert(0, uncache_call)

@@ -16,6 +16,10 @@ def detach_source(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[s
         return
     created = (f.get("subject") or {}).get("created_at")
     lines = [loc(r.get("location"))[1] for r in related(f, "fix-at")] + [loc(created)[1]]
+    if loc(created)[1] is None:
+        # no creation place (a view written in place: `v = net(x).view(-1)` then `v[mask] = 0`):
+        # the name's last assignment before the use, in the same function
+        lines.append(_last_assign_before(src, name, loc(f.get("location"))[1]))
     for line in [ln for ln in lines if ln]:
         hit = assign_of(src, name, line)
         if hit:
@@ -37,6 +41,17 @@ def detach_source(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[s
         if names:
             n = names[-1]
             yield ("detach-at-use", use, src.replace(n, method_call(n, "detach")), f"use {name}.detach() here")
+
+
+def _last_assign_before(src: Source, name: str, line: int | None) -> int | None:
+    """The line of the last `name = ...` before `line` in the function holding `line`."""
+    stmt = src.statement(line) if line else None
+    if stmt is None:
+        return None
+    fn = enclosing(src, stmt, cst.FunctionDef)
+    before = [a for a in src.nodes(cst.Assign) if src.start(a) < src.start(stmt)
+              and enclosing(src, a, cst.FunctionDef) is fn and any(dotted(t.target) == name for t in a.targets)]
+    return src.start(before[-1]) if before else None
 
 
 def detach_carried(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:

@@ -17,8 +17,8 @@ def zero_grad_before_backward(src: Source, f: dict[str, Any], file: str) -> Iter
     step = next((c for c in src.nodes(cst.Call, line) if isinstance(c.func, cst.Attribute)
                  and c.func.attr.value == "step"), None)
     opt = dotted(step.func.value) if step is not None else subject_name(f)  # type: ignore[union-attr]
-    if not opt:
-        return
+    if not opt or (step is None and (f.get("subject") or {}).get("kind") in ("tensor", "parameter")):
+        return  # a tensor updated by hand has no zero_grad(): manual_zero.py clears it
     block = src.parent.get(stmt)
     body = list(getattr(block, "body", []))
     before = body[:body.index(stmt)] if stmt in body else []

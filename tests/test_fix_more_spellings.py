@@ -1,0 +1,283 @@
+"""`graphguard fix` families extended for misuses the benchmark had no verified patch for: a
+hand-written update's gradients cleared after it (GG010 without an optimizer; manual_zero.py), a
+target with no creation place detached at its last assignment (GG002; detach.py), the indices
+of a `max` along a dim read as the softmax's expected index (GG008; soft_argmax.py), and a layer
+that replaced part of the model in the training loop given to the optimizer there (GG011;
+late_module.py). Each program
+is another spelling than the benchmark case that motivated it, each has a clean twin that must get
+no patch, and the candidate makers are checked on findings they must not answer. Assertions are
+on codes, family names and line numbers.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixkit import check_annotated, run_fix, write_program
+from graphguard.fix.candidates import candidates_for
+from graphguard.fix.families.manual_zero import zero_after_manual_update
+from graphguard.fix.tree import Source
+
+PROGRAMS = {
+    # module-level least squares, updated under no_grad by `-=` and by an in-place method
+    "manual_update_without_clear": """\
+        # fix: GG010 zero-grad-after-update 13
+        import torch
+
+        torch.manual_seed(0)
+        x = torch.randn(32, 3)
+        y = x @ torch.tensor([[1.0], [-2.0], [0.5]]) + 0.3
+        weight = torch.zeros(3, 1, requires_grad=True)
+        bias = torch.zeros(1, requires_grad=True)
+        for epoch in range(5):
+            err = (x @ weight + bias - y).pow(2).mean()
+            err.backward()
+            with torch.no_grad():
+                weight -= 0.1 * weight.grad
+                bias.sub_(0.1 * bias.grad)
+        """,
+    # a target network's output written in place (no creation place), read through a sum
+    "target_view_written_in_place": """\
+        # fix: GG002 detach-at-creation 13
+        import torch
+        import torch.nn.functional as F
+
+        torch.manual_seed(0)
+        online = torch.nn.Linear(4, 1)
+        target_net = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(online.parameters(), lr=0.05)
+
+
+        def update(s, r, s2, done):
+            q = online(s).squeeze(1)
+            nxt = target_net(s2).squeeze(1)
+            nxt[done] = 0.0
+            goal = r + 0.9 * nxt
+            loss = F.smooth_l1_loss(q, goal)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+        for _ in range(4):
+            update(torch.randn(8, 4), torch.randn(8), torch.randn(8, 4), torch.rand(8) > 0.7)
+        """,
+    # the indices of a max by keyword dim, as a method, fed to a second model
+    "max_indices_into_second_model": """\
+        # fix: GG008 soft-argmax 10
+        import torch
+
+        torch.manual_seed(0)
+        selector = torch.nn.Linear(5, 3)
+        scorer = torch.nn.Linear(1, 1)
+        opt = torch.optim.Adam(list(selector.parameters()) + list(scorer.parameters()), lr=0.01)
+        for step in range(4):
+            x, t = torch.randn(10, 5), torch.randn(10, 1)
+            choice = selector(x).max(dim=1).indices
+            pred = scorer(choice.float().unsqueeze(1))
+            loss = (pred - t).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    # a head replaced inside the training loop (a scheduler steps too; only the optimizer gets it)
+    "head_replaced_during_training": """\
+        # fix: GG011 add-param-group-after-change 23
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(6, 8)
+                self.head = nn.Linear(8, 2)
+
+            def forward(self, x):
+                return self.head(torch.relu(self.body(x)))
+
+
+        net = Net()
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 2)
+        for it in range(6):
+            if it == 1:
+                net.head = nn.Linear(8, 3)
+            x, y = torch.randn(5, 6), torch.randint(0, 3, (5,))
+            loss = nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+        """,
+}
+
+# the same programs written correctly: no finding, so no patch
+CLEAN = {
+    "manual_update_cleared": """\
+        import torch
+
+        torch.manual_seed(0)
+        x = torch.randn(32, 3)
+        y = x @ torch.tensor([[1.0], [-2.0], [0.5]]) + 0.3
+        weight = torch.zeros(3, 1, requires_grad=True)
+        for epoch in range(5):
+            err = (x @ weight - y).pow(2).mean()
+            err.backward()
+            with torch.no_grad():
+                weight -= 0.1 * weight.grad
+                weight.grad.zero_()
+        """,
+    "target_built_without_grad": """\
+        import torch
+        import torch.nn.functional as F
+
+        torch.manual_seed(0)
+        online = torch.nn.Linear(4, 1)
+        target_net = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(online.parameters(), lr=0.05)
+        for _ in range(4):
+            s, r, s2, done = torch.randn(8, 4), torch.randn(8), torch.randn(8, 4), torch.rand(8) > 0.7
+            q = online(s).squeeze(1)
+            with torch.no_grad():
+                nxt = target_net(s2).squeeze(1)
+                nxt[done] = 0.0
+            loss = F.smooth_l1_loss(q, r + 0.9 * nxt)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    "max_values_into_second_model": """\
+        import torch
+
+        torch.manual_seed(0)
+        selector = torch.nn.Linear(5, 3)
+        scorer = torch.nn.Linear(1, 1)
+        opt = torch.optim.Adam(list(selector.parameters()) + list(scorer.parameters()), lr=0.01)
+        for step in range(4):
+            x, t = torch.randn(10, 5), torch.randn(10, 1)
+            best = selector(x).max(dim=1).values
+            loss = (scorer(best.unsqueeze(1)) - t).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    "head_replaced_and_given_to_the_optimizer": """\
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 2))
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        for it in range(6):
+            if it == 1:
+                net[2] = nn.Linear(8, 3)
+                opt.add_param_group({'params': net[2].parameters()})
+            x, y = torch.randn(5, 6), torch.randint(0, 3, (5,))
+            loss = nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_family_gets_a_verified_patch(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    check_annotated(tmp_path, monkeypatch, PROGRAMS[name])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_clean_twin_gets_no_patch(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_program(tmp_path, CLEAN[name])
+    rc, doc = run_fix(tmp_path, monkeypatch)
+    assert rc == 0, doc
+    assert doc["findings"] == [] and doc["patches"] == [], doc
+
+
+def _finding(code: str, name: str, line: int, kind: str = "tensor", created: int | None = None) -> dict:
+    where = {"file": "train.py", "line": line}
+    return {"code": code, "subject": {"name": name, "kind": kind,
+                                      "created_at": {"file": "train.py", "line": created} if created else None},
+            "location": where, "related": []}
+
+
+def test_manual_clear_only_after_an_update_that_reads_the_gradient() -> None:
+    """A decay that does not read `.grad`, or a line that steps an optimizer, gets no clear; an
+    update of `p.data` in a helper's loop clears `p` (every tensor the helper updates)."""
+    text = (
+        "import torch\n"
+        "w = torch.zeros(2, requires_grad=True)\n"
+        "opt = torch.optim.SGD([w], lr=0.1)\n"
+        "def decay(params):\n"
+        "    for p in params:\n"
+        "        p.data -= 0.01 * p.data\n"
+        "def sgd(params, lr):\n"
+        "    for p in params:\n"
+        "        p.data.add_(p.grad, alpha=-lr)\n"
+        "opt.step()\n"
+    )
+    src = Source(text)
+    assert list(zero_after_manual_update(src, _finding("GG010", "w", 6), "train.py")) == []
+    assert list(zero_after_manual_update(src, _finding("GG010", "w", 10), "train.py")) == []
+    [(family, line, new, _)] = list(zero_after_manual_update(src, _finding("GG010", "w", 9), "train.py"))
+    assert (family, line) == ("zero-grad-after-update", 9)
+    assert new.splitlines()[9].strip() == "p.grad.zero_()"
+    # a tensor has no zero_grad(): the optimizer families propose nothing for it
+    cands = candidates_for(_finding("GG010", "w", 9), lambda f: text if f == "train.py" else None)
+    assert [c.family for c in cands] == ["zero-grad-after-update"]
+
+
+def test_no_creation_place_detaches_the_last_assignment_before_the_use() -> None:
+    text = (
+        "import torch\n"
+        "def f(net, x, y, pred):\n"
+        "    t = net(y)\n"
+        "    t = net(x).view(-1)\n"
+        "    t[0] = 0.0\n"
+        "    goal = 1 + t\n"
+        "    return torch.nn.functional.mse_loss(pred, goal)\n"
+    )
+    cands = candidates_for(_finding("GG002", "t", 7), lambda f: text if f == "train.py" else None)
+    made = [(c.family, c.line) for c in cands]
+    assert ("detach-at-creation", 4) in made and ("detach-at-creation", 3) not in made, made
+
+
+def test_soft_argmax_leaves_a_max_with_keepdim_and_its_values_alone() -> None:
+    text = (
+        "import torch\n"
+        "a = torch.max(h, 1, keepdim=True)[1]\n"
+        "b = h.max(1)[0]\n"
+        "c = torch.max(h, dim=1)[1]\n"
+    )
+    read = lambda f: text if f == "train.py" else None  # noqa: E731
+    for line, expect in ((2, False), (3, False), (4, True)):
+        f = _finding("GG008", "net.weight", 9, kind="parameter")
+        f["related"] = [{"role": "cut-by", "location": {"file": "train.py", "line": line}}]
+        got = [c for c in candidates_for(f, read) if c.family == "soft-argmax"]
+        assert bool(got) == expect, (line, [c.text for c in got])
+
+
+def test_group_after_change_needs_a_change_in_the_loop() -> None:
+    """A layer the optimizer never got, with nothing in the loop changing the model (built after
+    the optimizer, before the loop): not this family's edit (the optimizer families' instead)."""
+    text = (
+        "import torch\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(2, 2))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model.fc = torch.nn.Linear(2, 1)\n"
+        "for _ in range(3):\n"
+        "    model.train()\n"
+        "    loss = model.fc(model(torch.randn(4, 2))).sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    )
+    f = _finding("GG011", "model.fc.weight", 8, kind="parameter")
+    f["related"] = [{"role": "reached-by", "location": {"file": "train.py", "line": 8}}]
+    cands = candidates_for(f, lambda p: text if p == "train.py" else None)
+    assert "add-param-group-after-change" not in [c.family for c in cands]
