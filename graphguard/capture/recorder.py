@@ -32,6 +32,9 @@ _SCALAR_OUT = frozenset({"item", "tolist", "numpy", "__float__", "__int__", "__b
 # sums and differences: a term without gradient added to one with it adds nothing to the gradient
 _ADDITIVE = frozenset({"add", "sub", "add_", "sub_", "__add__", "__radd__", "__iadd__", "__sub__",
                        "__rsub__", "__isub__"})
+# ops that return values with gradient and integer indices without (`values, perm = s.topk(k)`)
+_INDEX_OUT = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median", "nanmedian",
+                        "cummax", "cummin"})
 MAX_ADDED_TERMS = 64  # the latest added terms kept (a loss has a few; they are judged per iteration)
 
 
@@ -233,6 +236,16 @@ class Recorder:
         if taint_in and outs:
             for o in outs:
                 self.taint[o] = taint_in
+        if rg_in and any_rg_out and name in _INDEX_OUT and len(outs) > 1 and target is None \
+                and not self.in_step:
+            # The values keep their gradient, the indices have none: what is computed from the
+            # indices alone (`x[perm]`, a gather by `perm`) is cut from the scores there. Only the
+            # index outputs carry the cut.
+            idx = [o for o in outs if not o.requires_grad]
+            if idx:
+                cut = self._record_cut(name, tensors)
+                for o in idx:
+                    self.taint[o] = taint_in | {cut}
         if target is not None:
             it = self.clock.iteration
             for t in iter_tensors(target, 1):
