@@ -3,7 +3,8 @@ hand-written update's gradients cleared after it (GG010 without an optimizer; ma
 target with no creation place detached at its last assignment (GG002; detach.py), the indices
 of a `max` along a dim read as the softmax's expected index (GG008; soft_argmax.py), and a layer
 that replaced part of the model in the training loop given to the optimizer there (GG011;
-late_module.py). Each program
+late_module.py), and an in-place write on a leaf the same call built written out of place (GG006;
+local_inplace.py). Each program
 is another spelling than the benchmark case that motivated it, each has a clean twin that must get
 no patch, and the candidate makers are checked on findings they must not answer. Assertions are
 on codes, family names and line numbers.
@@ -113,6 +114,38 @@ PROGRAMS = {
             opt.step()
             sched.step()
         """,
+    # a frozen embedding's output made to require grad in forward, then scaled in place
+    "inplace_on_a_leaf_built_in_forward": """\
+        # fix: GG006 out-of-place-local 18
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(20, 8)
+                self.emb.weight.requires_grad_(False)
+                self.proj = nn.Linear(8, 4)
+
+            def forward(self, ids, mask):
+                e = self.emb(ids)
+                e.requires_grad_(True)
+                e.mul_(mask.unsqueeze(-1))
+                return self.proj(e).pow(2).mean()
+
+
+        enc = Encoder()
+        opt = torch.optim.SGD([p for p in enc.parameters() if p.requires_grad], lr=0.1)
+        for _ in range(4):
+            ids = torch.randint(0, 20, (3, 5))
+            loss = enc(ids, (ids > 2).float())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
 }
 
 # the same programs written correctly: no finding, so no patch
@@ -178,6 +211,25 @@ CLEAN = {
                 opt.add_param_group({'params': net[2].parameters()})
             x, y = torch.randn(5, 6), torch.randint(0, 3, (5,))
             loss = nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    "leaf_scaled_out_of_place": """\
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        emb = nn.Embedding(20, 8)
+        emb.weight.requires_grad_(False)
+        proj = nn.Linear(8, 4)
+        opt = torch.optim.SGD(proj.parameters(), lr=0.1)
+        for _ in range(4):
+            ids = torch.randint(0, 20, (3, 5))
+            e = emb(ids)
+            e.requires_grad_(True)
+            e = e * (ids > 2).float().unsqueeze(-1)
+            loss = proj(e).pow(2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -281,3 +333,24 @@ def test_group_after_change_needs_a_change_in_the_loop() -> None:
     f["related"] = [{"role": "reached-by", "location": {"file": "train.py", "line": 8}}]
     cands = candidates_for(f, lambda p: text if p == "train.py" else None)
     assert "add-param-group-after-change" not in [c.family for c in cands]
+
+
+def test_out_of_place_only_for_a_leaf_the_writing_call_builds() -> None:
+    """A tensor made at the top level and updated in a function, or an update from the leaf's own
+    gradient, is an update (no_grad's business): no out-of-place rewrite."""
+    text = (
+        "import torch\n"
+        "w = torch.zeros(3, requires_grad=True)\n"
+        "def bump(noise):\n"
+        "    w.add_(noise)\n"
+        "def fit(x):\n"
+        "    v = torch.zeros(3, requires_grad=True)\n"
+        "    v -= 0.1 * v.grad\n"
+        "    u = torch.zeros(3, requires_grad=True)\n"
+        "    u += x\n"
+    )
+    read = lambda p: text if p == "train.py" else None  # noqa: E731
+    fams = lambda f: [(c.family, c.line) for c in candidates_for(f, read)]  # noqa: E731
+    assert ("out-of-place-local", 4) not in fams(_finding("GG006", "w", 4, created=2))
+    assert ("out-of-place-local", 7) not in fams(_finding("GG006", "v", 7, created=6))
+    assert ("out-of-place-local", 9) in fams(_finding("GG006", "u", 9, created=8))

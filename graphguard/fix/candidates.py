@@ -40,6 +40,7 @@ from .families.swap_args import swap_loss_arguments
 from .families.zero_grad_move import move_zero_grad_after_step
 from .families.manual_zero import zero_after_manual_update
 from .families.late_module import add_group_after_change
+from .families.local_inplace import out_of_place_local
 from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
@@ -139,6 +140,10 @@ FAMILIES["GG011"].append(register_nested_container)
 # would add the layer it replaced)
 FAMILIES["GG011"].insert(0, add_group_after_change)
 RANK.update({"add-param-group-after-change": -1})
+# an in-place write on a leaf the same call built (an embedding output a hook made require grad):
+# written out of place before the no_grad wrap, which would cut the added term's gradient
+FAMILIES["GG006"].insert(0, out_of_place_local)
+RANK.update({"out-of-place-local": -1})
 FAMILIES["GG101"].append(detach_after_backward)
 FAMILIES["GG001"].insert(0, uncache_call)
 FAMILIES["GG003"].insert(0, uncache_call)

@@ -18,7 +18,7 @@ from ..tree import Source, dotted, loc, parse_stmt
 Out = Iterator[tuple[str, int, str, str]]
 
 
-def _reads_grad(node: cst.CSTNode, base: str) -> bool:
+def reads_grad(node: cst.CSTNode, base: str) -> bool:
     """`node` reads `base.grad` (the update is computed from the gradient it would clear)."""
     found = False
 
@@ -45,13 +45,13 @@ def updated_tensor(small: cst.CSTNode) -> str | None:
     `w.grad`; None for anything else."""
     if isinstance(small, cst.AugAssign):
         base = _strip_data(small.target)
-        return base if base and _reads_grad(small.value, base) else None
+        return base if base and reads_grad(small.value, base) else None
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
             and isinstance(small.value.func, cst.Attribute):
         method = small.value.func.attr.value
         if method.endswith("_") and not method.startswith("_") and method != "zero_":
             base = _strip_data(small.value.func.value)
-            if base and any(_reads_grad(a.value, base) for a in small.value.args):
+            if base and any(reads_grad(a.value, base) for a in small.value.args):
                 return base
     return None
 
