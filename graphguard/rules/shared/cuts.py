@@ -18,7 +18,10 @@ _OPS = {"gt": "comparison `>`", "lt": "comparison `<`", "ge": "comparison `>=`",
         "numpy": ".numpy()", "tensor": "torch.tensor(...) copy", "as_tensor": "torch.as_tensor copy",
         "new_tensor": ".new_tensor(...) copy", "long": "integer cast", "int": "integer cast",
         "bool": "bool cast", "to": "dtype cast", "type": "dtype cast", "where": "torch.where",
-        "topk": "topk indices", "sort": "sort indices", "max": "max indices", "bucketize": "bucketize",
+        "topk": "topk indices", "sort": "sort indices", "max": "max indices", "min": "min indices",
+        "kthvalue": "kthvalue indices", "mode": "mode indices", "median": "median indices",
+        "nanmedian": "median indices", "cummax": "cummax indices", "cummin": "cummin indices",
+        "bucketize": "bucketize",
         "searchsorted": "searchsorted", "multinomial": "sampling", "bernoulli": "sampling",
         "nn.Parameter": "nn.Parameter(...) re-wrap"}
 
@@ -64,7 +67,8 @@ def fix_for_cut(cut: Cut | None, name: str) -> str:
     if op in ("gt", "lt", "ge", "le", "eq", "ne", "where", "sign"):
         return ("replace the hard comparison with a smooth one, e.g. torch.sigmoid(k * (x - t)) "
                 "for x > t, so the loss depends differentiably on " + name)
-    if op in ("argmax", "argmin", "topk", "sort", "max"):
+    if op in ("argmax", "argmin", "topk", "sort", "max", "min", "kthvalue", "mode", "median",
+              "nanmedian", "cummax", "cummin"):
         return "use soft weights (torch.softmax) instead of indices, or a straight-through estimator"
     if op in ("round", "floor", "ceil"):
         return "use a straight-through estimator: x + (x.round() - x).detach()"
