@@ -4,7 +4,8 @@ target with no creation place detached at its last assignment (GG002; detach.py)
 of a `max` along a dim read as the softmax's expected index (GG008; soft_argmax.py), and a layer
 that replaced part of the model in the training loop given to the optimizer there (GG011;
 late_module.py), and an in-place write on a leaf the same call built written out of place (GG006;
-local_inplace.py). Each program
+local_inplace.py), and rows picked by top-k indices gated by their scores, straight through
+(GG008; topk_gate.py). Each program
 is another spelling than the benchmark case that motivated it, each has a clean twin that must get
 no patch, and the candidate makers are checked on findings they must not answer. Assertions are
 on codes, family names and line numbers.
@@ -146,6 +147,32 @@ PROGRAMS = {
             loss.backward()
             opt.step()
         """,
+    # the rows of the top-k scores (method spelling, unpacked) pooled into a trained head
+    "topk_rows_pooled": """\
+        # fix: GG008 topk-gate 13
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        scorer = nn.Linear(6, 1)
+        head = nn.Linear(6, 2)
+        opt = torch.optim.Adam(list(scorer.parameters()) + list(head.parameters()), lr=1e-2)
+
+
+        def pool(feats, k=4):
+            s = scorer(feats).squeeze(-1)
+            _, keep = s.topk(k)
+            kept = feats[keep]
+            return kept.mean(0)
+
+
+        for _ in range(4):
+            feats, y = torch.randn(10, 6), torch.randint(0, 2, (1,))
+            loss = nn.functional.cross_entropy(head(pool(feats)).unsqueeze(0), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
 }
 
 # the same programs written correctly: no finding, so no patch
@@ -230,6 +257,24 @@ CLEAN = {
             e.requires_grad_(True)
             e = e * (ids > 2).float().unsqueeze(-1)
             loss = proj(e).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    "topk_rows_weighted_by_scores": """\
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        scorer = nn.Linear(6, 1)
+        head = nn.Linear(6, 2)
+        opt = torch.optim.Adam(list(scorer.parameters()) + list(head.parameters()), lr=1e-2)
+        for _ in range(4):
+            feats, y = torch.randn(10, 6), torch.randint(0, 2, (1,))
+            s = scorer(feats).squeeze(-1)
+            keep = torch.topk(s, 4).indices
+            pooled = (feats[keep] * torch.tanh(s[keep]).unsqueeze(-1)).mean(0)
+            loss = nn.functional.cross_entropy(head(pooled).unsqueeze(0), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -354,3 +399,22 @@ def test_out_of_place_only_for_a_leaf_the_writing_call_builds() -> None:
     assert ("out-of-place-local", 4) not in fams(_finding("GG006", "w", 4, created=2))
     assert ("out-of-place-local", 7) not in fams(_finding("GG006", "v", 7, created=6))
     assert ("out-of-place-local", 9) in fams(_finding("GG006", "u", 9, created=8))
+
+
+def test_topk_gate_only_for_rows_picked_on_the_first_axis() -> None:
+    """A top-k along a dim, or indices used on another axis only, get no gate; a row selection does."""
+    text = (
+        "import torch\n"
+        "def f(x, s, e):\n"
+        "    a = torch.topk(s, 3, dim=1).indices\n"
+        "    y = x[a]\n"
+        "    b = torch.topk(s, 3)[1]\n"
+        "    z = e[:, b]\n"
+        "    c = s.topk(3).indices\n"
+        "    return x[c], y, z\n"
+    )
+    read = lambda p: text if p == "train.py" else None  # noqa: E731
+    for line, expect in ((3, False), (5, False), (7, True)):
+        f = _finding("GG008", "scorer", 9, kind="module")
+        f["related"] = [{"role": "cut-by", "location": {"file": "train.py", "line": line}}]
+        assert ("topk-gate" in [c.family for c in candidates_for(f, read)]) == expect, line

@@ -41,6 +41,7 @@ from .families.zero_grad_move import move_zero_grad_after_step
 from .families.manual_zero import zero_after_manual_update
 from .families.late_module import add_group_after_change
 from .families.local_inplace import out_of_place_local
+from .families.topk_gate import topk_gate
 from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
@@ -130,6 +131,10 @@ for _code in ("GG008", "GG009"):
     FAMILIES[_code][:0] = [stack_copies, keep_tensor_roundtrip, gate_selection]
     FAMILIES[_code].append(keep_history_downstream)  # .data / .detach() on another use of the cut value
 RANK.update({"stack-copies": -1, "keep-tensor-roundtrip": -1, "gate-selection": -1})
+# rows picked by top-k indices: a straight-through gate of their scores, forward unchanged
+for _code in ("GG008", "GG009"):
+    FAMILIES[_code].insert(3, topk_gate)
+RANK.update({"topk-gate": -1})
 # a list of layers kept in a container (its own ModuleList too, where a plain ModuleList refuses
 # it); a kept loss that is backwarded through its holder, detached after that backward (detaching
 # where it is stored cuts the loss); a value returned by a cache, computed again with the cache off
