@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import torch
 
 from ..model import Frame
-from .names import find_names, live_user_frames
+from .names import find_names, live_user_frames, resolve
 from .source import enclosing_scope
 
 __all__ = ["assigned_target", "written_name", "name_where_made", "kept_attribute", "stored_into", "stored_entry", "split_source"]
@@ -66,11 +66,13 @@ def _flat(targets: Iterable[ast.AST]) -> list[ast.AST]:
     return out
 
 
-def assigned_target(site: Iterable[Frame], max_frames: int = 3) -> tuple[str, Frame] | None:
+def assigned_target(site: Iterable[Frame], max_frames: int = 3,
+                    call: str | None = None) -> tuple[str, Frame] | None:
     """The target the statement at the innermost frame of `site` assigns, and that frame; through
     `return` lines of helpers to their caller's assignment. With several targets
     (`out, self.hidden = self.lstm(x, self.hidden)`), the one the right-hand side also reads (the
-    carried one); None when that does not single one out."""
+    carried one); None when that does not single one out. `call` (the function the frame is
+    calling, `tensor`) tells apart the elements of a tuple assignment on one line."""
     for n, fr in enumerate(site):
         if n >= max_frames:
             break
@@ -90,6 +92,12 @@ def assigned_target(site: Iterable[Frame], max_frames: int = 3) -> tuple[str, Fr
         texts = [ast.unparse(t) for t in targets]
         if len(texts) == 1:
             return texts[0], fr
+        paired = _paired_target(stmt, fr.line, call if n == 0 else None) \
+            if isinstance(stmt, ast.Assign) else None
+        if paired is not None:
+            # `(loss, state_dict), bal_loss = (output, torch.tensor(...).mean())`: the target
+            # whose own element of the right-hand tuple holds the call made on this line
+            return paired, fr
         read = {ast.unparse(x) for x in ast.walk(value) if isinstance(x, (ast.Name, ast.Attribute,
                                                                           ast.Subscript))}
         carried = [t for t in texts if t in read]
@@ -97,6 +105,40 @@ def assigned_target(site: Iterable[Frame], max_frames: int = 3) -> tuple[str, Fr
             return carried[0], fr
         return None
     return None
+
+
+def _paired_target(stmt: ast.Assign, line: int, call: str | None = None) -> str | None:
+    """For a tuple assignment whose value is a tuple (or list) of the same shape, the one target
+    paired with the element of the value that spans `line` (and, when several do, the one that
+    calls `call`); None when the shapes differ or no single plain target is paired with it."""
+    if len(stmt.targets) != 1:
+        return None
+    target, value = stmt.targets[0], stmt.value
+    while isinstance(target, (ast.Tuple, ast.List)):
+        if not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(target.elts):
+            return None
+        hold = [(t, v) for t, v in zip(target.elts, value.elts)
+                if v.lineno <= line <= (v.end_lineno or v.lineno)]
+        if len(hold) > 1 and call:
+            hold = [(t, v) for t, v in hold if _calls(v, call)]
+        if len(hold) != 1:
+            return None
+        target, value = hold[0]
+    if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+        return ast.unparse(target)
+    return None
+
+
+def _calls(expr: ast.AST, func: str) -> bool:
+    """Whether `expr` calls a function named `func` (`torch.tensor(...)`, `tensor(...)`)."""
+    func = func.rsplit(".", 1)[-1]
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name == func:
+                return True
+    return False
 
 
 def written_name(site: Iterable[Frame] | None, hit_name: str | None = None,
@@ -136,11 +178,58 @@ def name_where_made(node: Any, site: Iterable[Frame] | None) -> tuple[str, Frame
                 return h.name, fr
     w = assigned_target(site) if site else None
     if w is not None:
+        held = _held_by_call(w, node, hits)
+        if held is not None:
+            return held, None
         return w
     entry = stored_entry(node, site, hits)
     if entry is not None:
         return entry, None
     return (hits[0].name, None) if hits else None
+
+
+MAX_FROM = 16  # graph nodes walked from an assigned target down to the node it may be built from
+
+
+def _held_by_call(target: tuple[str, Frame], node: Any, hits: list) -> str | None:
+    """The live name of a node made inside a library call at a creation line whose target is not
+    that tensor: `l1 = 2 * pi.log_prob(v)` (a distribution computes its logits there and keeps
+    them as `pi.logits`; `l1` is a product of them), `dist = Categorical(probs=p)` (the
+    normalized `dist.probs`; `dist` is no tensor). None when the target may be the tensor."""
+    if not hits:
+        return None
+    name, fr = target
+    hit = resolve(name)
+    if hit is None or hit.frame.file != fr.file or hit.frame.function != fr.function:
+        return None
+    value = hit.value
+    if isinstance(value, torch.Tensor):
+        if not _computed_from(value, node):
+            return None
+        held = [h for h in hits if h.scope == "attribute"] or hits
+        return held[0].name
+    owned = [h for h in hits if h.name.startswith(name + ".")]
+    return owned[0].name if owned else None
+
+
+def _computed_from(t: torch.Tensor, node: Any) -> bool:
+    """Whether `t` (what a creation line's target holds now) is another tensor whose graph
+    reaches `node` within a few ops: the node is then an intermediate of that line."""
+    start = t.grad_fn
+    if start is None or start is node:
+        return False
+    seen, frontier = {id(start)}, [start]
+    while frontier and len(seen) <= MAX_FROM:
+        nxt = []
+        for fn in frontier:
+            for child, _ in getattr(fn, "next_functions", ()) or ():
+                if child is node:
+                    return True
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    nxt.append(child)
+        frontier = nxt
+    return False
 
 
 def stored_entry(node: Any, site: Iterable[Frame] | None, hits: list | None = None) -> str | None:

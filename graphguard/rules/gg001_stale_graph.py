@@ -4,12 +4,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..events import BackwardCall
+from ..events import BackwardCall, StepCall
 from ..lookup.assigned import kept_attribute, name_where_made
 from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot, snapshot_with_roles
 from .shared.accumulator import unreset_accumulator
+from .shared.rounds import StepLog
 from .base import Rule, display
 from .context import RuleContext
 
@@ -62,20 +63,31 @@ class StaleGraph(Rule):
     template = ("{name} was built {made_in} and its graph was already used by "
                 "{consumed}; this backward would run through it again{crash}. "
                 "Fix: {fix}")
-    events = (BackwardCall,)
+    events = (BackwardCall, StepCall)
     # quiet: no node an earlier backward traversed or one outside the guard freed: nothing stale
     quiet_skip = (BackwardCall,)
+    # steps are only logged (StepLog, the same log GG003 keeps): a skimmed one leaves a gap
+    skim_skip = (StepCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    def __init__(self) -> None:
+        self.steps = StepLog()
+
+    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, StepCall):
+            self.steps.note(event, ctx.iteration)
+            return None
         a = ctx.shared(analyze, event)
         if a.kind == "none":
             return self._consumed_outside(event, ctx)
         if is_carried(a, ctx.optimizer_steps()):
             return None
-        if a.kind == "freed" and a.same_call_line and a.built_together \
+        if a.kind == "freed" and a.same_call_line and (
+                a.built_together or self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)) \
                 and unreset_accumulator(event, a, ctx) is None:
-            return None  # two losses built together, backwarded in turn from one line: GG003's
+            # two losses built together, backwarded in turn from one line, or one line run once
+            # per optimizer of one training step: GG003's
+            return None
         acc = None
         if not a.same_call_line:
             # Another backward call reached it: with freed buffers that is GG003 (unless the loss

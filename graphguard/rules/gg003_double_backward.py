@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..events import BackwardCall
+from ..events import BackwardCall, StepCall
 from ..lookup.assigned import name_where_made
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
 from .shared.accumulator import unreset_accumulator
+from .shared.rounds import StepLog
 from .base import Rule, display
 from .context import RuleContext
 
@@ -40,7 +41,9 @@ class DoubleBackward(Rule):
     ```
 
     ## Known problems
-    Two backward calls on one line inside an inner loop are judged as iterations (GG001).
+    Two backward calls on one line inside an inner loop are judged as iterations (GG001), except
+    a loop over several optimizers of one training step (peer models each stepping its own
+    optimizer) while the guard judges those steps in full.
     """
 
     code = "GG003"
@@ -49,16 +52,28 @@ class DoubleBackward(Rule):
     summary = "a second backward in one iteration runs through nodes the first one freed"
     template = ("{name} is shared by two backward calls: the one at line {first_line} already freed "
                 "its graph, so this one would fail. Fix: {fix}")
-    events = (BackwardCall,)
+    events = (BackwardCall, StepCall)
     # quiet: no node an earlier backward traversed (analyze finds nothing)
     quiet_skip = (BackwardCall,)
+    # steps are only logged (StepLog); a skimmed one leaves a gap, and a gap answers "not the
+    # same training step", the judgement made without the log
+    skim_skip = (StepCall,)
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    def __init__(self) -> None:
+        self.steps = StepLog()
+
+    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, StepCall):
+            self.steps.note(event, ctx.iteration)
+            return None
         a = ctx.shared(analyze, event)
         # one backward line run twice is an earlier iteration's graph (GG001), unless this loss was
-        # built together with the first one (`for l in losses.values(): l.backward()`)
-        if a.kind != "freed" or a.same_call_line and not a.built_together \
-                or is_carried(a, ctx.optimizer_steps()):
+        # built together with the first one (`for l in losses.values(): l.backward()`), or the
+        # line runs once per optimizer of one training step (a loop over peer models)
+        if a.kind != "freed" or is_carried(a, ctx.optimizer_steps()):
+            return None
+        if a.same_call_line and not a.built_together \
+                and not self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized):
             return None
         if unreset_accumulator(event, a, ctx) is not None:
             return None  # the loss variable itself carries the freed graph: GG001's

@@ -1,7 +1,9 @@
 """GG005 inplace-saved-tensor: a tensor saved for backward was changed in place before backward."""
 from __future__ import annotations
 
+import dataclasses
 import re
+import weakref
 from typing import Any
 
 import torch
@@ -12,11 +14,12 @@ from ..capture.graph import summarize
 from ..lookup.assigned import assigned_target
 from ..lookup.flags import inplace_flag_source
 from ..lookup.names import find_names, find_name
+from ..lookup.source import target_lines
 from ..capture.state import InplaceRecord, Packed
 from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
 from .shared.snapshot import call_node, snapshot_from_scan
 from .context import RuleContext, assigned_name
-from ..events import BackwardCall
+from ..events import BackwardCall, StepCall
 from ..model import Finding, Related, Site, Subject
 from .shared.inplace import (describe_inplace, flag_op_forms, is_inplace_flag_op, line_code, out_of_place,
                        written_name)
@@ -75,11 +78,22 @@ class InplaceSavedTensor(Rule):
     template = ("{name} was saved for the backward by {saved_at}, then "
                 "{changed}; the backward at line {backward_line} needs the saved value and "
                 "would fail. {fix}")
-    events = (BackwardCall,)
+    events = (BackwardCall, StepCall)
     # quiet: no saved tensor was found changed
     quiet_skip = (BackwardCall,)
+    # A step only notes where each optimizer steps (`_note_step`); a skimmed one leaves the last
+    # judged step's line, which is the same line in a training loop, and the skimmed step then
+    # costs nothing (its site is not looked up for this rule).
+    skim_skip = (StepCall,)
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    def __init__(self) -> None:
+        # id(optimizer) -> (a weak reference to it, the site of its last judged step, iteration)
+        self._steps: dict[int, tuple[Any, Site, int]] = {}
+
+    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, StepCall):
+            self._note_step(event, ctx)
+            return None
         modified = ctx.modified_saved()
         if not modified or event.scan is None:
             return None  # the usual case: nothing saved was changed since it was saved
@@ -92,7 +106,8 @@ class InplaceSavedTensor(Rule):
             # Unstamped: saved while the guard was not recording, so only a write of this
             # iteration can be the one that changed it.
             since = stamp.iteration if stamp is not None else ctx.iteration
-            write = modifying_write(ctx.inplace_writes(), hit.packed, since)
+            write = modifying_write(ctx.inplace_writes(), hit.packed, since) \
+                or self._step_write(ctx, hit.packed, stamp.iteration if stamp is not None else None)
             key = (write.site[0].file, write.site[0].line) if write and write.site else None
             groups.setdefault(key, []).append((hit, write))
         return [self._finding(ctx, event, group) for group in list(groups.values())[:MAX_REPORTED]]
@@ -177,6 +192,37 @@ class InplaceSavedTensor(Rule):
              "name": display(name, "A tensor")},
             related, graph=graph)
 
+    def _note_step(self, event: StepCall, ctx: RuleContext) -> None:
+        """Where this optimizer steps: the writes of a step made once the guard stopped recording
+        are not seen, but a weight it holds that changed is still the step's doing."""
+        opt = event.optimizer
+        if not event.site:
+            return
+        try:
+            ref = weakref.ref(opt)
+        except TypeError:  # an optimizer that cannot be weakly referenced: not followed
+            return
+        self._steps[id(opt)] = (ref, event.site, ctx.iteration)
+
+    def _step_write(self, ctx: RuleContext, packed: Packed, saved_in: int | None) -> InplaceRecord | None:
+        """The step of the optimizer holding the changed saved tensor, as the write that changed
+        it, when no write was recorded (the guard stopped recording after the first iterations):
+        the last step noted for that optimizer, no earlier than the iteration it was saved in."""
+        param = _optimized_param(ctx, packed)
+        if param is None:
+            return None
+        best: tuple[Site, int] | None = None
+        for ref, site, iteration in list(self._steps.values()):
+            opt = ref()
+            if opt is None or saved_in is not None and iteration < saved_in:
+                continue
+            if any(p is param for g in opt.param_groups for p in g["params"]) \
+                    and (best is None or iteration > best[1]):
+                best = (site, iteration)
+        if best is None:
+            return None
+        return InplaceRecord("step", best[0], param._version, best[1])
+
     @staticmethod
     def _subject(ctx: RuleContext, hit: SavedHit, write: InplaceRecord | None, saved_site: Site,
                  param: Any) -> tuple[str | None, Subject]:
@@ -257,7 +303,14 @@ def _later_graph_tensor(ctx: RuleContext, event: BackwardCall, index: int, saved
             best = (d, hit)
     if best is not None:
         hit = best[1]
-        return ctx.subject(hit.value, hit=hit)
+        subject = ctx.subject(hit.value, hit=hit)
+        if subject.created_at is None and hit.scope == "local" and hit.frame is not None:
+            # made once the guard stopped recording: a local assigned by one statement of its
+            # function is made there (with several, the op that made it is not known)
+            lines = target_lines(hit.frame.file, hit.frame.line, hit.name)
+            if len(lines) == 1:
+                subject = dataclasses.replace(subject, created_at=lines[0])
+        return subject
     made = assigned_target(saved_site) if saved_site else None
     if made is None:
         return None
