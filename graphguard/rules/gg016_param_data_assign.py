@@ -114,6 +114,7 @@ class _Waiting:
     ref: weakref.ref  # the parameter (weakly: the guard keeps no tensor alive)
     before: tuple[float, float] | None  # fingerprint of the values the assignment replaced
     steps: int  # optimizer steps done when it was assigned
+    seen: int  # steps this rule had judged by then (the difference to `steps` is skimmed ones)
     findings: list[Finding]
 
 
@@ -172,14 +173,17 @@ class ParamDataAssign(Rule):
     template = "{name}.data = ... at line {line} {what}. Fix: {fix}"
     events = (DataAssign, StepCall)
     # a waiting assignment whose step falls in a skimmed iteration is dropped, not misjudged
-    # (`steps` no longer matches); the next assignment in a judged iteration waits again
+    # (a step went by that this rule did not see); the next assignment in a judged iteration
+    # waits again
     skim_skip = (StepCall,)
 
     def __init__(self) -> None:
         self._waiting: dict[int, _Waiting] = {}
+        self._seen = 0  # optimizer steps this rule was called for
 
     def check(self, event: DataAssign | StepCall, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, StepCall):
+            self._seen += 1
             return self._judge_step(event, ctx) if self._waiting else None
         return self._judge_assign(event, ctx)
 
@@ -190,11 +194,14 @@ class ParamDataAssign(Rule):
         steps = ctx.optimizer_steps()
         for key, w in list(self._waiting.items()):
             t = w.ref()
-            if t is None or w.steps != steps:
-                del self._waiting[key]  # gone, or a step went by unjudged (skimmed)
+            # steps done since the assignment that this rule was not called for (skimmed): one
+            # of them may have been the step that judged it
+            unseen = (steps - w.steps) - (self._seen - 1 - w.seen)
+            if t is None or unseen > 0:
+                del self._waiting[key]
                 continue
             if not holds(event.optimizer, t):
-                continue  # another optimizer's step: wait for the one that updates it
+                continue  # another optimizer's step (a GAN's other model): wait for its own
             del self._waiting[key]
             if w.before is not None and fingerprint(t) == w.before:
                 continue  # put back before the step: the update lands on what was replaced
@@ -204,11 +211,11 @@ class ParamDataAssign(Rule):
     def _wait(self, t: torch.Tensor, ctx: RuleContext, findings: list[Finding]) -> None:
         steps = ctx.optimizer_steps()
         w = self._waiting.get(id(t))
-        if w is not None and w.ref() is t and w.steps == steps:
+        if w is not None and w.ref() is t and steps - w.steps == self._seen - w.seen:
             return  # a second assignment before the same step: the first one replaced the update
         if len(self._waiting) >= MAX_WAITING:
             del self._waiting[next(iter(self._waiting))]
-        self._waiting[id(t)] = _Waiting(weakref.ref(t), fingerprint(t), steps, findings)
+        self._waiting[id(t)] = _Waiting(weakref.ref(t), fingerprint(t), steps, self._seen, findings)
 
     def _judge_assign(self, event: DataAssign, ctx: RuleContext) -> list[Finding] | None:
         t, v = event.target, event.value
