@@ -17,7 +17,7 @@ from ..model import Frame
 from ..capture.sites import user_frames
 
 __all__ = ["NameHit", "find_name", "find_names", "live_user_frames", "find_objects", "candidates", "SKIP_TYPES",
-           "python_path", "resolve"]
+           "python_path", "resolve", "find_held_object"]
 
 SKIP_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType,
                types.MethodType, str, bytes, int, float, bool, type(None))
@@ -195,6 +195,51 @@ def find_objects(kind: type, frames: list[types.FrameType] | None = None) -> lis
                 seen.add(id(value))
                 out.append((name, value))
     return out
+
+
+def _held_attributes(value: Any) -> list[tuple[str, Any]]:
+    """(attribute, value) pairs an object holds in its instance dict, and for a module its
+    submodules: what `find_held_object` follows (no user code runs)."""
+    if isinstance(value, SKIP_TYPES) or isinstance(value, torch.Tensor):
+        return []
+    out: list[tuple[str, Any]] = []
+    if isinstance(value, torch.nn.Module):
+        out.extend(list(value._modules.items())[:MAX_CONTAINER])
+    d = getattr(value, "__dict__", None)
+    if isinstance(d, dict) and type(value).__module__ != "builtins":
+        out.extend((k, v) for k, v in list(d.items())[:MAX_CONTAINER]
+                   if not k.startswith("_") and not isinstance(v, (torch.Tensor,) + SKIP_TYPES))
+    return out
+
+
+def find_held_object(target: Any, frames: list[types.FrameType] | None = None,
+                     depth: int = 3) -> NameHit | None:
+    """A user name for a non-tensor object (an optimizer) held as an attribute a few objects
+    deep (`gan.discriminator.optimizer`: a model's own optimizer, inside a trainer object),
+    innermost frame first, shortest path first. Report time only: breadth-first over instance
+    dicts and submodules, bounded by `depth` and the per-object element limit."""
+    frames = frames if frames is not None else live_user_frames()
+    for f in frames:
+        fr = Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        level = [(name, value) for name, value, _ in candidates(f)
+                 if not isinstance(value, SKIP_TYPES)]
+        seen: set[int] = set()
+        for _ in range(depth):
+            nxt = []
+            for name, value in level:
+                if id(value) in seen:
+                    continue
+                seen.add(id(value))
+                for attr, v in _held_attributes(value):
+                    path = python_path(name, attr) if isinstance(value, torch.nn.Module) and attr.isdigit() \
+                        else f"{name}.{attr}"
+                    if v is target:
+                        return NameHit(path, fr, "attribute", v)
+                    nxt.append((path, v))
+            level = nxt
+            if not level:
+                break
+    return None
 
 
 def _child(obj: Any, key: Any) -> Any:

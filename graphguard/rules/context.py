@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, TypeVar
 
 import torch
 
-from ..lookup.names import NameHit, find_name, find_names, find_objects, live_user_frames, resolve
+from ..lookup.names import NameHit, find_held_object, find_name, find_names, find_objects, live_user_frames, resolve
 from ..lookup.origins import made_name, origin_of, origin_of_name
 from ..lookup.source import assigned_targets, inplace_receivers, target_lines
 from ..capture.graph import summarize
@@ -294,7 +294,12 @@ class RuleContext:
                 hit = resolve(target, frames)
                 if hit is not None and hit.value is t:
                     return hit
-        return find_name(lambda v: v is t, frames)
+        hit = find_name(lambda v: v is t, frames)
+        if hit is None and not isinstance(t, torch.Tensor):
+            # an optimizer kept as an attribute of an object the user holds (a model's own
+            # `self.optimizer`, inside a trainer): followed through instance dicts
+            hit = find_held_object(t, frames)
+        return hit
 
     def name_of_node(self, node: Any) -> NameHit | None:
         return find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)

@@ -15,6 +15,7 @@ from ..lookup.names import resolve
 from ..lookup.origins import origin_of
 from ..model import Finding, Related, SourceLoc
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
+from .shared.nograd import user_no_grad_region
 from .shared.modules import is_container
 from .shared.reads import read_by_user
 from .shared.steps import ClosureDeferral
@@ -58,8 +59,13 @@ class ParamWithoutGrad(Rule):
     head left unused, or a loss term left out), the finding is information, not a warning: the
     program may well be correct, and the finding still names the module.
 
+    A step of an optimizer all of whose parameters are frozen (`requires_grad=False`) at that
+    moment, after a backward, although it updated them at earlier steps, is a warning: the step
+    changes nothing (a `requires_grad(D, False)` toggle left on from another part of the
+    iteration, a discriminator's regularization step run while it is still frozen).
+
     ## Known problems
-    Parameters with `requires_grad=False` (deliberately frozen) are never reported. With
+    Parameters with `requires_grad=False` (deliberately frozen) are otherwise not reported. With
     `optimizer.step(closure)` the parameters are judged after the step, once the closure has
     computed the gradients. A parameter that gets gradients only every few steps (alternating
     heads) is reported as unreached only if it got none at its first two steps; one member of a
@@ -111,6 +117,7 @@ class ParamWithoutGrad(Rule):
         self.root_cuts: set[int] = set()  # cut indices behind the roots of recent backwards
         self.given_trainable: WeakIdMap[bool] = WeakIdMap()  # params that required grad when given
         self.frozen_reported: WeakIdMap[bool] = WeakIdMap()  # optimizers told about frozen params
+        self.idle_reported: WeakIdMap[bool] = WeakIdMap()  # optimizers told a step updated nothing
         # optimizer -> its parameters (weakly) when, at its last judged step, every one of them
         # required grad and had a gradient: while that holds, a step has nothing to report and
         # `reached` is already set for each (the steady state, judged without the per-parameter
@@ -188,8 +195,10 @@ class ParamWithoutGrad(Rule):
                     # step), not what stopped its gradient now.
                     cuts = []
                 if cuts:
-                    if self.read_reported.get(p) != self.backwards:
+                    if self.read_reported.get(p) != self.backwards and not (
+                            any(c.index in self.root_cuts for c in cuts) and user_no_grad_region(cuts)):
                         cut.append((p, cuts))
+                    # else: cut from the loss by the user's own no_grad region only (GG014's)
                     continue
                 if backwards and p not in self.reached:
                     self.none_steps[p] = self.none_steps.get(p, 0) + 1
@@ -203,6 +212,17 @@ class ParamWithoutGrad(Rule):
                 pass
         else:
             self.all_filled.pop(opt)
+        if (frozen_later and not trainable and len(frozen_later) == len(params) and backwards
+                and opt not in self.idle_reported and any(p in self.reached for p in frozen_later)):
+            # Every parameter it holds is frozen now, though it trained them at earlier steps,
+            # and a backward ran since: this step updates nothing. A `requires_grad(D, False)`
+            # toggle left on from another part of the iteration (a GAN's regularization step
+            # run while the discriminator is still frozen for the other network's update).
+            # Names come from the live frames: judged in light mode too (it may first happen
+            # late, every few iterations).
+            self.idle_reported[opt] = True
+            self.frozen_reported[opt] = True
+            out.extend(self._idle_step(ctx, event, frozen_later))
         if frozen_later and opt not in self.frozen_reported and backwards and ctx.recording_details():
             self.frozen_reported[opt] = True
             out.extend(self._frozen_later(ctx, event, frozen_later))
@@ -354,6 +374,15 @@ class ParamWithoutGrad(Rule):
                 if parent is None or not is_container(parent) or not _covers(parent, params):
                     break
                 label, module = up, parent
+            # a container that is all of its parent (`critic.value`, the critic's one
+            # Sequential of layers): the parent the user names is what gets no gradient (a
+            # layer of its own, `ranker.scorer`, keeps its name)
+            while module is not None and is_container(module) and "." in label and label[-1:] != "]":
+                up = label.rsplit(".", 1)[0]
+                parent = _resolve_module(up)
+                if parent is None or not _covers(parent, params):
+                    break
+                label, module = up, parent
             if module is not None:
                 subject = replace(subject, name=label, kind="module",
                                   created_at=origin_of(module) or subject.created_at)
@@ -489,6 +518,37 @@ class ParamWithoutGrad(Rule):
                                                        entry_op="optimizer.step()")))
         return out
 
+    def _idle_step(self, ctx: RuleContext, event: Any, params: list[torch.Tensor]) -> list[Finding]:
+        """A step of an optimizer all of whose parameters are frozen (requires_grad=False) now,
+        after a backward, although it updated them at earlier steps: the step does nothing, and
+        whatever this iteration's backward was meant to train them with (a regularization term)
+        is lost. One finding, named by the module that holds them."""
+        opt_hit = ctx.name_of(event.optimizer)
+        opt_name = opt_hit.name if opt_hit else "the optimizer"
+        groups = _by_module(ctx, params)
+        label, members = groups[0]
+        subject = ctx.subject(members[0], kind="parameter")
+        owner = _owning_module(ctx, params, label)
+        if owner is not None:
+            subject = replace(subject, name=owner[0], kind="module",
+                              created_at=origin_of(owner[1]) or subject.created_at)
+        if subject.created_at is None:
+            subject = replace(subject, created_at=origin_of(members[0]))
+        name = subject.name
+        why = (f"every parameter {opt_name} holds has requires_grad=False at this step, though "
+               f"{opt_name} updated them at earlier steps: the backward before it gave them no "
+               "gradient, and this step changes nothing (a requires_grad(..., False) toggle still "
+               "on from another part of the iteration)")
+        fix = (f"switch {name or 'them'} back to requires_grad=True before the backward this step "
+               f"applies (requires_grad({name or 'model'}, True)), or drop this step")
+        related = ctx.fix_at(ctx.loc(self.opt_sites.get(event.optimizer)), opt_name, "optimizer")
+        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
+                             {"why": why, "fix": fix, "name": display(name, "A parameter")},
+                             related, severity="warning",
+                             graph=cut_snapshot(ctx, [], members[:8],
+                                                f"GG008: {name or 'parameters'} frozen at this step",
+                                                entry_site=event.site, entry_op="optimizer.step()"))]
+
     def _selected_members(self, params: list[torch.Tensor]) -> set[int]:
         """The ids of those of `params` that belong to one member of a ModuleList / ModuleDict
         of the user's modules while a parameter of another member of it got a gradient at some
@@ -548,6 +608,31 @@ def _param_subject(ctx: RuleContext, p: torch.Tensor) -> Any:
     if owner is not None and owner.how == "registered":
         subject = replace(subject, name=owner.path, created_at=origin_of(p) or subject.created_at)
     return subject
+
+
+def _owning_module(ctx: RuleContext, params: list[torch.Tensor], label: str | None
+                   ) -> tuple[str, torch.nn.Module] | None:
+    """The outermost user module whose parameters are exactly `params` (`discriminator_img`, not
+    its `convs[0]`), with its name: climbed from the module of `label` while the enclosing module
+    holds nothing else; else a module the user's frames name directly that holds exactly them."""
+    want = {id(p) for p in params}
+    best = None
+    if label:
+        parts = label.split(".")
+        for k in range(len(parts), 0, -1):
+            cand = ".".join(parts[:k])
+            module = _resolve_module(cand)
+            if module is None:
+                continue
+            if {id(q) for q in module.parameters()} == want:
+                best = (cand, module)
+            elif best is not None:
+                break
+    if best is None:
+        for name, module, _fr in user_modules():
+            if {id(q) for q in module.parameters()} == want:
+                return name, module
+    return best
 
 
 def _covers_all(module: torch.nn.Module, params: list[torch.Tensor]) -> bool:

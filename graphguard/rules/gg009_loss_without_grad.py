@@ -336,6 +336,11 @@ class LossWithoutGrad(Rule):
             if not behind:
                 continue
             for term in terms:
+                if any(c.index in term.cuts and c.op in _COPIES for c in behind):
+                    # its history was dropped by a `torch.tensor(...)` copy of values that had
+                    # one (GG104 names that copy); an earlier cut behind it (an index, a
+                    # comparison inside it) is not why it trains nothing
+                    continue
                 # an explicit `.detach()` or `torch.no_grad()` says the term is a constant on
                 # purpose (a detached statistic, a logged value): only cuts made unawares count
                 cuts = [c for c in behind if c.index in term.cuts and c.site and not c.no_grad

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import re
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,9 +69,57 @@ def _local_layer(use: Frame) -> tuple[str | None, SourceLoc | None]:
     return called[0], made
 
 
+def _container_holder(file: str, path: str) -> str:
+    """The part of `path` that names the plain Python container: `model.blocks` for
+    `model.blocks[0].weight`, and `generator.resblocks[0].alpha1` for a list of tensors kept in
+    a registered block (`self.alpha1 = [nn.Parameter(...) ...]` inside a ModuleList member): the
+    last attribute along the path that the file assigns a list/dict/tuple display or
+    comprehension to, else the part before the first index."""
+    steps = re.split(r"(?=[.\[])", path)
+    for k in range(len(steps) - 1, 0, -1):
+        step = steps[k]
+        if not step.startswith("."):
+            continue
+        if _assigns_container(file, step[1:]):
+            return "".join(steps[:k + 1])
+    return path.split("[", 1)[0]
+
+
+def _assigns_container(file: str, attr: str) -> bool:
+    """Whether some `<x>.<attr> = ...` in `file` assigns a plain list, dict or tuple."""
+    tree = parsed(file)
+
+    def plain(v: ast.AST, line: int, depth: int = 2) -> bool:
+        if isinstance(v, (ast.List, ast.ListComp, ast.Dict, ast.DictComp, ast.Tuple)):
+            return True
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("list", "dict", "tuple"):
+            return True
+        if isinstance(v, ast.IfExp):  # `nn.ModuleList(blocks) if registered else blocks`
+            return plain(v.body, line, depth) or plain(v.orelse, line, depth)
+        if isinstance(v, ast.Name) and depth > 0:  # `blocks = [...]` a line earlier
+            for loc in name_assignment_lines(file, line, v.id):
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Assign) and node.lineno == loc.line and plain(node.value, loc.line, depth - 1):
+                        return True
+        return False
+
+    for line in attribute_assignment_lines(file, attr):
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Assign) and node.lineno == line and plain(node.value, line):
+                return True
+    return False
+
+
 def _attribute_made(file: str, path: str) -> SourceLoc | None:
     """Where the module attribute at the start of the unregistered part of `path` is assigned
-    (`self.blocks = [...]` for `model.blocks[0].weight`)."""
+    (`self.blocks = [...]` for `model.blocks[0].weight`, `self.alpha1 = [...]` for
+    `generator.resblocks[0].alpha1`)."""
+    holder = _container_holder(file, path)
+    if holder != path.split("[", 1)[0]:
+        lines = attribute_assignment_lines(file, holder.rsplit(".", 1)[-1])
+        if lines:
+            scope = enclosing_scope(file, lines[0])
+            return SourceLoc.from_frame(Frame(file, lines[0], getattr(scope, "name", "<module>")))
     head = path.split("[", 1)[0].split(".")
     if len(head) < 2:
         return None
@@ -505,7 +554,7 @@ class UnregisteredParameter(Rule):
         elif g.how == "container" and name:
             # the fix wraps the container where the module assigns it (`self.hids = []`), which
             # is not where its layers are built when they are appended in a loop
-            holder = name.split("[", 1)[0]
+            holder = _container_holder(g.use[0].file, name) if g.use else name.split("[", 1)[0]
             made = _attribute_made(g.use[0].file, holder) if g.use else None
             if made is None and born is not None:
                 made = _attribute_made(born.file, holder)
@@ -613,7 +662,12 @@ class UnregisteredParameter(Rule):
             return (" (a plain tensor attribute, not an nn.Parameter, so model.parameters() skips it)",
                     f"wrap it where the module assigns it: self.{attr} = nn.Parameter(...)")
         if g.how == "container":
-            attr = what.split("[", 1)[0].rsplit(".", 1)[-1]
+            holder = _container_holder(g.use[0].file, what) if g.use and name else what.split("[", 1)[0]
+            attr = holder.rsplit(".", 1)[-1]
+            if holder == what:
+                # the container holds the tensors themselves (`self.alpha1 = [nn.Parameter(...)]`)
+                return (" (it sits in a plain Python list/dict, which nn.Module does not register)",
+                        f"self.{attr} = nn.ParameterList(...)  (nn.ParameterDict for a dict)")
             return (" (its layer sits in a plain Python list/dict, which nn.Module does not register)",
                     f"self.{attr} = nn.ModuleList(...)  (nn.ModuleDict for a dict, "
                     "nn.ParameterList for tensors)")

@@ -7,15 +7,17 @@ from typing import Any
 
 import torch
 
-from ..events import AutogradError, BackwardCall
+from ..events import AutogradError, BackwardCall, BackwardDone, StepCall, StepDone
 from ..lookup.names import resolve
+from ..lookup.origins import origin_of
 from ..lookup.source import assigned_targets, called_names, enclosing_scope
 from ..lookup.returns import rebinding_of
 from ..model import Finding, Related, Site, SourceLoc, Subject
 from ..capture.graph import summarize
 from .base import Rule, display
 from .context import RuleContext, assigned_name
-from .shared.nograd import Region, global_switch, region_of
+from .shared.nograd import Region, global_switch, region_of, user_no_grad_region
+from .shared.steps import ClosureDeferral
 from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 
 __all__ = ["NoGradForward"]
@@ -60,6 +62,12 @@ class NoGradForward(Rule):
     Or `.clone()` the tensor outside inference mode before autograd uses it; compute a training
     loss outside any `no_grad` block.
 
+    It also fires when only part of the model runs under the user's `no_grad` block or decorator
+    and the loss still trains the rest: a projection head computed inside `with torch.no_grad():`
+    for one side of a contrastive loss, an encoder wrapped in no_grad by mistake. Backward runs,
+    the optimizer steps, and the parameters behind the region never get a gradient. It fires at
+    the `optimizer.step()` that holds them, naming the module and the region.
+
     ## Known problems
     A tensor made under `inference_mode` is found when an op refuses to save it: graphguard
     reports in place of PyTorch's error, before it reaches the program (the op is not applied).
@@ -71,11 +79,35 @@ class NoGradForward(Rule):
     severity = "error"
     summary = "a forward or helper run under no_grad / inference_mode feeds a trainable path"
     template = "{name} {what}; {where}. Fix: {fix}"
-    events = (AutogradError, BackwardCall)
+    events = (AutogradError, BackwardCall, BackwardDone, StepCall, StepDone)
     # quiet: every root has history
     quiet_skip = (BackwardCall,)
+    # a region that cuts part of the model is judged at steps: a sample of them is enough (it
+    # shows in the recorded iterations, where the cuts are known)
+    skim_skip = (StepCall, StepDone, BackwardDone)
+
+    def __init__(self) -> None:
+        self.root_cuts: set[int] = set()  # cuts behind the roots of the backwards since the last step
+        self.closures = ClosureDeferral()
+        self.reported_regions: set[tuple[str, int]] = set()
+        self.reached_ids: set[int] = set()  # ids of the leaves the backwards since the last step reached
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, BackwardDone):
+            if ctx.recording_details():
+                for r in event.call.roots[:8]:
+                    self.root_cuts.update(c.index for c in ctx.cuts_behind(r))
+                # the leaves this backward reached: one whose .grad was cleared since is not cut
+                self.reached_ids.update(id(v) for v in event.call.scan.leaves[:4096])
+            return None
+        if isinstance(event, (StepCall, StepDone)):
+            if self.closures.defer(event):
+                return None
+            try:
+                return self._part_under_no_grad(event, ctx)
+            finally:
+                self.root_cuts.clear()
+                self.reached_ids.clear()
         if isinstance(event, AutogradError):
             if event.where == "op" and str(event.error).startswith(INFERENCE_SAVE):
                 return self._inference(event, ctx)
@@ -132,6 +164,66 @@ class NoGradForward(Rule):
                                   "where": where, "fix": fix},
                                  related)]
         return None
+
+    # ---- part of the model run under no_grad, the rest trained -------------------------------
+    def _part_under_no_grad(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+        """At a step: optimized parameters that require grad and got no gradient, whose only cuts
+        on the path to this step's losses ran in one of the user's no_grad regions. One finding
+        per region (GG008 leaves these parameters to it)."""
+        if not self.root_cuts or not ctx.recording_details() or event.optimizer is None:
+            return None
+        by_region: dict[tuple[str, int], tuple[Region, list[torch.Tensor], list]] = {}
+        for group in event.optimizer.param_groups:
+            for p in group["params"]:
+                if not isinstance(p, torch.Tensor) or not p.requires_grad or p.grad is not None \
+                        or id(p) in self.reached_ids:
+                    continue
+                cuts = [c for c in ctx.cuts_for_leaf(p) if c.index in self.root_cuts]
+                region = user_no_grad_region(cuts)
+                if region is None:
+                    continue
+                key = (region.line.file, region.line.line)
+                if key in self.reported_regions:
+                    continue
+                entry = by_region.setdefault(key, (region, [], []))
+                entry[1].append(p)
+                entry[2].append(max(c.index for c in cuts))
+        out = []
+        for key, (region, params, last) in list(by_region.items())[:4]:
+            self.reported_regions.add(key)
+            # named by the layer whose output leaves the region (its latest cut: the projection
+            # computed last inside the block), the others are listed
+            order = sorted(range(len(params)), key=lambda k: -last[k])
+            params = [params[k] for k in order]
+            cuts = sorted((c for c in ctx.cuts_for_leaf(params[0]) if c.index in self.root_cuts),
+                          key=lambda c: c.index)
+            hit = ctx.name_of(params[0])
+            label = _module_label(hit.name if hit else None)
+            module = resolve(label).value if label and resolve(label) is not None else None
+            subject = ctx.subject(params[0], kind="parameter", hit=hit)
+            if isinstance(module, torch.nn.Module):
+                subject = replace(subject, name=label, kind="module",
+                                  created_at=origin_of(module) or subject.created_at)
+            name = subject.name
+            first = cuts[0]
+            cut_loc = ctx.loc(first.site)
+            others = len(params) - 1
+            what = (f"gets no gradient{f' (nor {others} more parameter(s))' if others else ''}: "
+                    f"its output is computed with autograd off and still feeds the loss that "
+                    f"trains the rest of the model")
+            where = (f"`{first.op}` at line {cut_loc.line if cut_loc else '?'} ran with autograd off "
+                     f"({_region_words(region)})")
+            fix = (f"compute {display(name, 'it')} outside `{region.api}` ({_region_words(region)}) "
+                   "if it should train; if it is meant frozen, freeze it with requires_grad_(False) "
+                   "and leave it out of the optimizer")
+            related = [Related("cut-by", name, first.op, cut_loc, first.iteration),
+                       Related("fix-at", region.function, region.api, region.line)]
+            related += [Related("no-gradient", ctx.name_of(q).name if ctx.name_of(q) else None, None,
+                                ctx.subject(q).created_at) for q in params[1:4]]
+            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
+                                    {"name": display(name, "A parameter"), "what": what,
+                                     "where": where, "fix": fix}, related))
+        return out or None
 
     # ---- a loss computed with grad mode off --------------------------------------------------
     def _no_grad_loss(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
@@ -206,6 +298,11 @@ class NoGradForward(Rule):
                                     {"name": display(subject.name, "The loss"), "what": what,
                                      "where": where, "fix": fix}, related))
         return out or None
+
+
+def _module_label(name: str | None) -> str | None:
+    """`model.bert_l2` for `model.bert_l2.weight`."""
+    return name.rsplit(".", 1)[0] if name and "." in name else name
 
 
 def _tensor_name(t: Any, site: Site | None, region: Region | None) -> tuple[str | None, SourceLoc | None]:

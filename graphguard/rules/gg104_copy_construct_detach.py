@@ -59,7 +59,7 @@ class CopyConstructDetach(Rule):
         # the subject is the copy, the tensor made without history, as the user wrote it
         # (`log_probs = torch.tensor([...])`); its sources are `source` entries (the fix detaches
         # them). A copy assigned to no name is described by what it copies.
-        made = assigned_target(event.site) if event.site else None
+        made = assigned_target(event.site, call=event.func) if event.site else None
         related = [Related("source", h.name, None, source.created_at if k == 0 else None)
                    for k, h in enumerate(hits[:4])]
         if made is not None:

@@ -16,7 +16,7 @@ from typing import Iterable, NamedTuple
 from ...capture.sites import is_internal_file
 from ...model import Frame, Site, SourceLoc
 
-__all__ = ["Region", "region_of", "global_switch"]
+__all__ = ["Region", "region_of", "global_switch", "user_no_grad_region"]
 
 _OFF_CALLS = {"no_grad": "no_grad", "inference_mode": "inference_mode"}
 
@@ -168,3 +168,21 @@ def global_switch(first: Iterable[str] = ()) -> Region | None:
                               SourceLoc(f, stmt.lineno, "<module>", linecache.getline(f, stmt.lineno).strip()),
                               None, None)
     return None
+
+
+def user_no_grad_region(cuts: list) -> Region | None:
+    """The user's own `with torch.no_grad():` block or `@torch.no_grad()` decorator in which every
+    one of `cuts` (recorded cuts, capture.state.Cut) ran with grad mode off, when they all ran in
+    one; None otherwise. A parameter cut from the loss only by such a region (a projection head
+    computed inside `with torch.no_grad():` whose output is the text side of a contrastive
+    loss) is GG014's to report (GG008 leaves it)."""
+    if not cuts or not all(getattr(c, "no_grad", False) and c.site for c in cuts):
+        return None
+    region = region_of(cuts[0].site)
+    if region is None or region.kind not in ("with", "decorator"):
+        return None
+    for c in cuts[1:]:
+        other = region_of(c.site)
+        if other is None or other.line != region.line:
+            return None
+    return region
