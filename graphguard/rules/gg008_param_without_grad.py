@@ -573,19 +573,21 @@ class ParamWithoutGrad(Rule):
 
     def _trained_module(self, params: list[torch.Tensor]) -> tuple[str, Any] | None:
         """The user's module whose parameters the last backward reached, when the optimizer's
-        parameters are none of them (an optimizer over another instance of the model): a module
-        whose parameters have the shapes of those the optimizer holds. A module of another make
-        (the optimizer holds a gate the forward never calls, the loss comes from the network) is
-        not that instance: the finding then names what the optimizer holds."""
+        parameters are none of them (an optimizer over another instance of the model). While
+        a module the user still names holds the optimizer's parameters (a gate the forward never
+        calls, the loss computed from a network of another make), the model the loss reaches
+        stands for it only when its parameters have the same shapes; otherwise the finding names
+        what the optimizer holds. Report time only (one owner look-up)."""
         reached = {id(v) for v in (r() for r in self.last_leaves) if v is not None}
         if not reached:
             return None
         held = {id(p) for p in params}
         shapes = sorted(tuple(p.shape) for p in params)
+        still_named = find_owner(params[0]) is not None if params else False
         for name, module, _fr in user_modules():
             ps = list(module.parameters())
-            if ps and any(id(q) in reached for q in ps) and not any(id(q) in held for q in ps) \
-                    and sorted(tuple(q.shape) for q in ps if q.requires_grad) == shapes:
+            if ps and any(id(q) in reached for q in ps) and not any(id(q) in held for q in ps) and (
+                    not still_named or sorted(tuple(q.shape) for q in ps if q.requires_grad) == shapes):
                 return name, module
         return None
 
