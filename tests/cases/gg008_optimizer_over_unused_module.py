@@ -2,7 +2,8 @@
 """GG008: the only optimizer holds a gating module the forward never calls, and the loss comes
 from a network of another make that no optimizer holds. The finding names what the optimizer
 holds (the gate's layer), not the network that the loss reaches: that one is not "another
-instance" of what the optimizer was built over. Clean twin: the gate scales the network's output
+instance" of what the optimizer was built over. When the model the optimizer was built over is
+no longer named (replaced by an instance of a subclass), the replacement names it. Clean twin: the gate scales the network's output
 and both are optimized."""
 import torch
 import torch.nn as nn
@@ -24,7 +25,21 @@ class Net(nn.Module):
         self.body = nn.Linear(4, 3)
 
     def forward(self, x):
-        return self.body(x)
+        return self.body(self.pre(x))
+
+    def pre(self, x):
+        return x
+
+
+class WideNet(Net):
+    """A subclass with one layer more: another make, but the replaced instance is no longer named."""
+
+    def __init__(self):
+        super().__init__()
+        self.extra = nn.Linear(4, 4)
+
+    def pre(self, x):
+        return torch.tanh(self.extra(x))
 
 
 def buggy():
@@ -38,6 +53,14 @@ def buggy():
         loss.backward()
         opt.step()  # expect: GG008 gate.score
     assert gate.score.weight.grad is None
+    # the optimizer over a first model, the loop over its replacement of a subclass: named by it
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model = WideNet()
+    for _ in range(3):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()  # expect: GG008 model
 
 
 def clean():
