@@ -5,7 +5,8 @@ of a `max` along a dim read as the softmax's expected index (GG008; soft_argmax.
 that replaced part of the model in the training loop given to the optimizer there (GG011;
 late_module.py), and an in-place write on a leaf the same call built written out of place (GG006;
 local_inplace.py), and rows picked by top-k indices gated by their scores, straight through
-(GG008; topk_gate.py). Each program
+(GG008; topk_gate.py); and a patch whose only fault is a new error it brings out (a target that
+now requires grad) gets that error patched on top (command.py). Each program
 is another spelling than the benchmark case that motivated it, each has a clean twin that must get
 no patch, and the candidate makers are checked on findings they must not answer. Assertions are
 on codes, family names and line numbers.
@@ -169,6 +170,38 @@ PROGRAMS = {
         for _ in range(4):
             feats, y = torch.randn(10, 6), torch.randint(0, 2, (1,))
             loss = nn.functional.cross_entropy(head(pool(feats)).unsqueeze(0), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+    # the encoder's output detached in its forward; once it keeps its history, the same code is
+    # also the target of the cycle loss (GG002), detached there on top (the chain of a silent run)
+    "detached_encoder_output_then_target": """\
+        # fix: GG008 keep-tensor 16
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        torch.manual_seed(0)
+
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(6, 4)
+
+            def forward(self, x):
+                z = torch.tanh(self.fc(x))
+                return z.detach()
+
+
+        enc, dec = Encoder(), nn.Linear(4, 6)
+        opt = torch.optim.Adam(list(enc.parameters()) + list(dec.parameters()), lr=1e-2)
+        for _ in range(4):
+            x = torch.randn(8, 6)
+            z = enc(x)
+            recon = dec(z)
+            loss = F.mse_loss(recon, x) + F.mse_loss(enc(recon), z)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -163,7 +163,7 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
 
     followed: set[int] = set()  # findings whose chain (below) was tried once
 
-    def follow(f: dict[str, Any], c: Any, together: Edits, res: Any) -> bool:
+    def follow(f: dict[str, Any], c: Any, together: Edits, res: Any, only: tuple[str, ...] = ()) -> bool:
         """`c` removed `f` and the program ran further than before, into an error it had never
         reached (the stale style target behind an optimizer that could not be built): patch that
         error on top, up to three deep, and keep the chain as `f`'s patch when the last run passes
@@ -172,7 +172,8 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         seen = {key(g) for g in base.findings}
         steps: list[str] = []
         for _ in range(3):
-            news = [g for g in res.severe() if g.get("severity") == "error" and key(g) not in seen]
+            news = [g for g in res.severe() if g.get("severity") == "error" and key(g) not in seen
+                    and (not only or g.get("code") in only)]
             if not news:
                 return False
             g = news[0]
@@ -274,6 +275,24 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                         keep(h, c, e, together, res)
                         break
                     reject(h, c, f"after the pair: {reason}")
+    # a patch whose only fault was a new error it brings out (the loss's history given back makes
+    # a feature both the prediction and the target of another loss): that error's candidates on
+    # top, as for a crash the patch ran past, once per finding, kept when the last run passes.
+    # Only errors whose edits keep what is trained (a target detached, a graph rebuilt): one about
+    # what the optimizer holds (GG008, GG011) would be answered by training something else
+    for i, (c1, e1) in pending.items():
+        f = targets[i]
+        if not present(f, current) or i in followed:
+            continue
+        together = merge(kept, e1)
+        if together is None or (opts.max_runs is not None and runs >= opts.max_runs):
+            continue
+        runs += 1
+        res = run(prog, together)
+        if not (judge(f, base, res) or "").startswith("new finding") or present(f, res):
+            continue
+        followed.add(i)
+        follow(f, c1, together, res, only=_CONSEQUENCES)
     doc["unpatched"] = [_describe(f, shown) for f in targets if present(f, current)
                         and not any(key(f) == key(h) for h in fixed)]
     doc["after"] = current.summary()
@@ -291,6 +310,10 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
     if text:
         _print_text(doc, out)
     return _finish(doc, opts, out, 1 if errors_left else 0)
+
+
+# the new errors a patch may bring out that are patched on top of it in a program that did not crash
+_CONSEQUENCES = ("GG001", "GG002", "GG003", "GG004", "GG005", "GG012")
 
 
 def _went_further(f: dict[str, Any], base: Any, res: Any) -> bool:
