@@ -16,6 +16,9 @@ _INPLACE_METHODS = {"add_", "sub_", "mul_", "div_", "clamp_", "relu_", "sigmoid_
 _AUG_OPS = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
             cst.DivideAssign: cst.Divide, cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply}
 
+# shared with local_inplace.py (the same rewrite for GG006)
+AUG_OPS, INPLACE_METHODS = _AUG_OPS, _INPLACE_METHODS
+
 
 def out_of_place(src: Source, f: dict[str, Any], file: str) -> Iterator[tuple[str, int, str, str]]:
     """GG005: write the in-place op out of place, or drop `inplace=True`."""

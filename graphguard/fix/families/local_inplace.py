@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..tree import Source, assign_of, dotted, enclosing, loc, subject_name
-from .inplace import _AUG_OPS, _INPLACE_METHODS
+from .inplace import AUG_OPS, INPLACE_METHODS
 from .manual_zero import reads_grad
 
 Out = Iterator[tuple[str, int, str, str]]
@@ -39,14 +39,14 @@ def out_of_place_local(src: Source, f: dict[str, Any], file: str) -> Out:
     if fn is None or enclosing(src, hit[0], cst.FunctionDef) is not fn or src.start(hit[0]) >= src.start(stmt):
         return
     for small in stmt.body:
-        if isinstance(small, cst.AugAssign) and type(small.operator) in _AUG_OPS \
+        if isinstance(small, cst.AugAssign) and type(small.operator) in AUG_OPS \
                 and dotted(small.target) == name and not reads_grad(small.value, name):
-            op = _AUG_OPS[type(small.operator)]()
+            op = AUG_OPS[type(small.operator)]()
             new = cst.Assign(targets=[cst.AssignTarget(small.target)],
                              value=cst.BinaryOperation(left=small.target, operator=op, right=small.value))
             yield ("out-of-place-local", line, src.replace(small, new), f"{name} = {name} op ... (a value of this call)")
         elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
-                and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in _INPLACE_METHODS \
+                and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in INPLACE_METHODS \
                 and dotted(small.value.func.value) == name \
                 and not any(reads_grad(a.value, name) for a in small.value.args):
             call = small.value

@@ -42,6 +42,9 @@ def _free(src: Source, base: str) -> str:
     return name
 
 
+free_name = _free  # a name no line of the file uses yet (topk_gate.py's gate too)
+
+
 def gate_selection(src: Source, f: dict[str, Any], file: str) -> Iterator[Candidate]:
     """GG008/GG009: `x[a > b]` at the finding's cut line keeps its elements, times a
     straight-through gate built from sigmoid(a - b)."""

@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..tree import Source, dotted, enclosing, parse_expr, parse_stmt
 from .copies import cut_lines
-from .select import _free
+from .select import free_name
 
 __all__ = ["topk_gate"]
 
@@ -88,7 +88,7 @@ def topk_gate(src: Source, f: dict[str, Any], file: str) -> Iterator[Candidate]:
                  and enclosing(src, n, cst.FunctionDef) is fn and src.code(n.value).strip() != score]
         if not picks:
             continue
-        gate = _free(src, "gate")
+        gate = free_name(src, "gate")
 
         class Gate(cst.CSTTransformer):
             def leave_Subscript(self, o: cst.Subscript, u: cst.Subscript) -> cst.BaseExpression:
