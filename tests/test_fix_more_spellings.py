@@ -6,7 +6,8 @@ that replaced part of the model in the training loop given to the optimizer ther
 late_module.py), and an in-place write on a leaf the same call built written out of place (GG006;
 local_inplace.py), and rows picked by top-k indices gated by their scores, straight through
 (GG008; topk_gate.py); and a patch whose only fault is a new error it brings out (a target that
-now requires grad) gets that error patched on top (command.py). Each program
+now requires grad) gets that error patched on top (command.py); a GG104 copy made with
+requires_grad=True is stacked with its history (wanted_history.py). Each program
 is another spelling than the benchmark case that motivated it, each has a clean twin that must get
 no patch, and the candidate makers are checked on findings they must not answer. Assertions are
 on codes, family names and line numbers.
@@ -204,6 +205,25 @@ PROGRAMS = {
             loss = F.mse_loss(recon, x) + F.mse_loss(enc(recon), z)
             opt.zero_grad()
             loss.backward()
+            opt.step()
+        """,
+    # two losses copied from lists of per-head terms with requires_grad=True; GG009 names the
+    # first, the second's GG104 gets the same stack
+    "copies_asked_to_require_grad": """\
+        # fix: GG104 stack-copies 11
+        import torch
+        import torch.nn.functional as F
+
+        torch.manual_seed(0)
+        heads = torch.nn.ModuleList([torch.nn.Linear(4, 1) for _ in range(3)])
+        opt = torch.optim.SGD(heads.parameters(), lr=0.1)
+        for _ in range(4):
+            x, y = torch.randn(6, 4), torch.randn(6, 1)
+            fit = torch.tensor([F.mse_loss(h(x), y) for h in heads], requires_grad=True).mean()
+            spread = torch.tensor([h(x).std() for h in heads], requires_grad=True).mean()
+            total = fit + 0.1 * spread
+            opt.zero_grad()
+            total.backward()
             opt.step()
         """,
 }
@@ -451,3 +471,23 @@ def test_topk_gate_only_for_rows_picked_on_the_first_axis() -> None:
         f = _finding("GG008", "scorer", 9, kind="module")
         f["related"] = [{"role": "cut-by", "location": {"file": "train.py", "line": line}}]
         assert ("topk-gate" in [c.family for c in candidates_for(f, read)]) == expect, line
+
+
+def test_gg104_stack_only_for_a_copy_asked_to_require_grad() -> None:
+    """A plain copy keeps detach-copy-source (what the program computes now), which detaches the
+    copied tensors, never the copy's own name; a copy made with requires_grad=True gets the stack
+    first."""
+    text = (
+        "import torch\n"
+        "a = torch.tensor([p, q])\n"
+        "b = torch.tensor([p, q], requires_grad=True)\n"
+    )
+    read = lambda f: text if f == "train.py" else None  # noqa: E731
+    plain = candidates_for(_finding("GG104", "a", 2, created=2), read)
+    assert [c.family for c in plain] == []  # no source named, and `a` itself is not one
+    f = _finding("GG104", "b", 3, created=3)
+    f["related"] = [{"role": "source", "name": "p"}, {"role": "fix-at", "location": {"file": "train.py", "line": 3}}]
+    made = candidates_for(f, read)
+    assert [c.family for c in made][:1] == ["stack-copies"]
+    detached = [c.text.splitlines()[2] for c in made if c.family == "detach-copy-source"]
+    assert detached == ["b = torch.tensor([p.detach(), q], requires_grad=True)"], detached

@@ -42,6 +42,7 @@ from .families.manual_zero import zero_after_manual_update
 from .families.late_module import add_group_after_change
 from .families.local_inplace import out_of_place_local
 from .families.topk_gate import topk_gate
+from .families.wanted_history import stack_wanted_copies
 from .families.regraph import recompute_forward, recompute_after_step, reset_accumulator, cache_per_iteration
 from .families.clone import clone_before_write, inplace_flag_off
 from .families.soft_argmax import soft_argmax
@@ -135,6 +136,8 @@ RANK.update({"stack-copies": -1, "keep-tensor-roundtrip": -1, "gate-selection": 
 for _code in ("GG008", "GG009"):
     FAMILIES[_code].insert(3, topk_gate)
 RANK.update({"topk-gate": -1})
+# a copy of tensors with a history, itself made with requires_grad=True: the history was wanted
+FAMILIES["GG104"].insert(0, stack_wanted_copies)
 # a list of layers kept in a container (its own ModuleList too, where a plain ModuleList refuses
 # it); a kept loss that is backwarded through its holder, detached after that backward (detaching
 # where it is stored cuts the loss); a value returned by a cache, computed again with the cache off

@@ -87,8 +87,11 @@ def detach_copy_sources(src: Source, f: dict[str, Any], file: str) -> Iterator[t
     line = loc(f.get("location"))[1]
     if not name or not line:
         return
+    stmt = src.statement(line)
+    targets = {id(t.target) for s in (stmt.body if stmt is not None else ()) if isinstance(s, cst.Assign)
+               for t in s.targets}  # `name = torch.tensor([...])`: the copy's own name is not a source
     refs = [n for n in src.nodes((cst.Name, cst.Attribute), line) if dotted(n) in names
-            and not isinstance(src.parent.get(n), cst.Attribute)]
+            and not isinstance(src.parent.get(n), cst.Attribute) and id(n) not in targets]
     if not refs:
         return
 
@@ -99,6 +102,5 @@ def detach_copy_sources(src: Source, f: dict[str, Any], file: str) -> Iterator[t
         def leave_Attribute(self, o: cst.Attribute, u: cst.Attribute) -> Any:
             return method_call(u, "detach") if any(o is r for r in refs) else u
 
-    stmt = src.statement(line)
     if stmt is not None:
         yield ("detach-copy-source", line, src.replace(stmt, stmt.visit(Det())), f"copy {name}.detach()")
