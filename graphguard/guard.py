@@ -473,6 +473,8 @@ class GraphGuard:
         self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
         orig_init = torch.optim.Optimizer.__init__
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init(orig_init))
+        orig_setstate = torch.optim.Optimizer.__setstate__
+        self._patch(torch.optim.Optimizer, "__setstate__", self._wrap_optimizer_setstate(orig_setstate))
         self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
 
@@ -865,6 +867,29 @@ class GraphGuard:
             return orig(opt, params, *args, **kwargs)
 
         return __init__
+
+    def _wrap_optimizer_setstate(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        """Optimizer.__setstate__: an optimizer made by unpickling (`copy.deepcopy`, `torch.load`
+        of a whole object) gets its parameter groups without add_param_group. They are recorded
+        as if added there, at the user's line that made the copy: an optimizer deep-copied apart
+        from its model holds copies of the parameters, not the model's (GG008 points there)."""
+        guard = self
+
+        @functools.wraps(orig)
+        def __setstate__(opt: Any, state: dict) -> Any:
+            out = orig(opt, state)
+            if not guard._foreign() and not guard.rec.busy:
+                failsafe(guard._internal_error, "recording an optimizer's parameters",
+                         guard._record_unpickled, opt)
+            return out
+
+        return __setstate__
+
+    def _record_unpickled(self, opt: Any) -> None:
+        for group in getattr(opt, "param_groups", ()):
+            params = list(group.get("params", ()))
+            if params:
+                self._record_param_group(opt, params)
 
     def _wrap_parameter_new(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         """`nn.Parameter(h)` of a tensor with history makes a new leaf in C++, out of the mode's
