@@ -136,6 +136,16 @@ def test_tuple_elements_and_list_elements():
     assert resolve("layers[7]", here) is None
 
 
+def test_parameters_of_modules_in_a_plain_list_are_named_through_the_list():
+    # peer models kept in a plain Python list (deep mutual learning: self.models.append(model)):
+    # a parameter is named by the list entry that holds its module
+    here = [sys._getframe()]
+    models = [torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+              for _ in range(2)]
+    assert find_name(lambda v: v is models[1][2].weight, here).name == "models[1][2].weight"
+    assert find_name(lambda v: v is models[0][0].bias, here).name == "models[0][0].bias"
+
+
 def test_python_path():
     assert python_path("model", "layers.2.weight") == "model.layers[2].weight"
     assert python_path("model", "") == "model"

@@ -132,7 +132,8 @@ def _expand(name: str, value: Any, scope: str, depth: int = 2) -> Iterator[tuple
     elif isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
         n = len(value)
         for i, v in enumerate(value[:MAX_CONTAINER]):
-            if isinstance(v, (torch.Tensor, list, tuple)):
+            # modules too: peer models kept in a plain list (`self.models.append(model)`)
+            if isinstance(v, (torch.Tensor, list, tuple, torch.nn.Module)):
                 idx = i if i < n - 1 or n <= 2 else -1
                 yield from _expand(f"{name}[{idx}]", v, "element", depth - 1)
     elif isinstance(value, dict):
