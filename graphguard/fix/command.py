@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .candidates import RANK, candidates_for, subject_name
-from .verify import (Edits, Program, apply_edits, edits_of, judge, key, merge, present,
-                     run, size, unified)
+from .verify import (Edits, Program, apply_edits, edits_of, gone, iteration_of, judge, key, merge,
+                     present, run, size, unified)
 
 
 class FixUsageError(ValueError):
@@ -103,14 +103,31 @@ def _brief(d: dict[str, Any]) -> str:
     return f"{d['code']} {d['name'] or '-'} [{d['severity']}] at {where}"
 
 
+# the first run gets this many times the verification runs' optimizer steps, so that a finding
+# that shows only some iterations in (a running statistic kept with its graph is seen leaking at
+# iteration 4; a copy of the model made after a few epochs) is found, and can then be verified by
+# runs as long as it needs (steps_for)
+FIRST_RUN_FACTOR = 4
+
+
+def steps_for(fs: list[dict[str, Any]], least: int, most: int) -> int:
+    """Optimizer steps a verification run of findings `fs` gets: a finding first reported at
+    iteration k needs k + 2 (the iteration it showed in, and one more for the patched program to
+    show it or not), at least `least` (--max-steps), at most `most` (what the first run had)."""
+    need = max((iteration_of(f) + 2 for f in fs), default=least)
+    return least if need <= least else min(need, most)
+
+
 def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     prog, shown = _program(opts)
-    base = run(prog, {})
+    first_steps = prog.max_steps * FIRST_RUN_FACTOR
+    base = run(prog, {}, first_steps)
     if not base.ok:
         raise FixUsageError(f"the program did not run under the guard: "
                             f"{(base.stderr.strip().splitlines() or ['no report'])[-1][:200]}")
     targets = sorted(base.severe(), key=lambda f: f.get("severity") != "error")
     doc: dict[str, Any] = {"target": opts.module or opts.script, "max_steps": prog.max_steps,
+                           "first_run_steps": first_steps,
                            "before": base.summary(), "findings": [_describe(f, shown) for f in targets],
                            "patches": [], "rejected": [], "unpatched": [], "after": None, "applied": []}
     text = opts.json_path != "-"
@@ -134,7 +151,7 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         if opts.max_runs is not None and runs >= opts.max_runs:
             return f"not tried: the budget of {opts.max_runs} verification run(s) is spent", None, None
         runs += 1
-        res = run(prog, together)
+        res = run(prog, together, steps_for(fs, prog.max_steps, first_steps))
         for g in fs:
             reason = judge(g, base, res)
             if reason is not None:
@@ -156,10 +173,10 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                                "file": shown.get(c.file), "line": c.line, "diff": unified(prog, e, shown),
                                "after": res.summary(),
                                "also_fixes": [_describe(g, shown) for g in targets
-                                              if g is not f and g is not partner and not present(g, res)
+                                              if g is not f and g is not partner and gone(g, res, base)
                                               and not any(key(g) == key(h) for h in fixed)]})
         fixed.append(f)
-        fixed.extend(g for g in targets if not present(g, res) and g is not f and g is not partner)
+        fixed.extend(g for g in targets if gone(g, res, base) and g is not f and g is not partner)
 
     followed: set[int] = set()  # findings whose chain (below) was tried once
 
@@ -195,7 +212,7 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                 if opts.max_runs is not None and runs >= opts.max_runs:
                     return False
                 runs += 1
-                res2 = run(prog, whole)
+                res2 = run(prog, whole, steps_for([f, g], prog.max_steps, first_steps))
                 what = f"{c2.family} for {g.get('code')} {subject_name(g) or '-'}"
                 if not res2.ok or present(g, res2):
                     reject(f, c, f"then {what}: {judge(g, res, res2) or 'no better'}")
@@ -217,7 +234,7 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         return False
 
     for i, f in enumerate(targets):
-        if not present(f, current):
+        if gone(f, current, base):
             continue  # an earlier patch fixed it too (listed under that patch's also_fixes)
         cands = []
         for c in candidates_for(f, prog.read):
@@ -244,11 +261,11 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
     # reported (a detached target plus a smooth mask: each alone leaves the other's symptom)
     for i, (c1, e1) in pending.items():
         f = targets[i]
-        if not present(f, current):
+        if gone(f, current, base):
             continue
         for j, cands in per_finding.items():
             g = targets[j]
-            if j == i or not present(g, current):
+            if j == i or gone(g, current, base):
                 continue
             for _, c2, e2 in cands:
                 both = merge(e1, e2)
@@ -261,13 +278,13 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                     keep(g, c2, e2, together, res)
                     break
                 reject(g, c2, f"with {c1.family} for {f.get('code')}: {reason}")
-            if not present(f, current):
+            if gone(f, current, base):
                 break
-        if not present(f, current):
+        if gone(f, current, base):
             # the pair may have been what the other findings' candidates needed too: once more
             for k, cands in per_finding.items():
                 h = targets[k]
-                if not present(h, current):
+                if gone(h, current, base):
                     continue
                 for _, c, e in cands:
                     reason, res, together = attempt([h], e)
@@ -282,22 +299,22 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
     # what the optimizer holds (GG008, GG011) would be answered by training something else
     for i, (c1, e1) in pending.items():
         f = targets[i]
-        if not present(f, current) or i in followed:
+        if gone(f, current, base) or i in followed:
             continue
         together = merge(kept, e1)
         if together is None or (opts.max_runs is not None and runs >= opts.max_runs):
             continue
         runs += 1
-        res = run(prog, together)
+        res = run(prog, together, steps_for([f], prog.max_steps, first_steps))
         if not (judge(f, base, res) or "").startswith("new finding") or present(f, res):
             continue
         followed.add(i)
         follow(f, c1, together, res, only=_CONSEQUENCES)
-    doc["unpatched"] = [_describe(f, shown) for f in targets if present(f, current)
+    doc["unpatched"] = [_describe(f, shown) for f in targets if not gone(f, current, base)
                         and not any(key(f) == key(h) for h in fixed)]
     doc["after"] = current.summary()
     doc["verification_runs"] = runs
-    errors_left = [f for f in base.findings if f.get("severity") == "error" and present(f, current)]
+    errors_left = [f for f in base.findings if f.get("severity") == "error" and not gone(f, current, base)]
     doc["errors_left"] = [_describe(f, shown) for f in errors_left]
     if opts.apply and kept:
         for file, es in sorted(kept.items()):

@@ -188,8 +188,9 @@ class _Server:
 _server = _Server()
 
 
-def run(prog: Program, edits: Edits) -> Result:
-    """The program, patched by `edits`, in a scratch copy, under the guard (collect mode)."""
+def run(prog: Program, edits: Edits, steps: int | None = None) -> Result:
+    """The program, patched by `edits`, in a scratch copy, under the guard (collect mode), cut after
+    `steps` optimizer steps (`prog.max_steps` by default)."""
     with tempfile.TemporaryDirectory(prefix="graphguard-fix-") as tmp:
         root = os.path.join(tmp, "program")
         shutil.copytree(prog.root, root, ignore=_IGNORE, symlinks=True)
@@ -201,7 +202,7 @@ def run(prog: Program, edits: Edits) -> Result:
                 fh.write(apply_edits(original, es))
         report, grads = os.path.join(tmp, "report.json"), os.path.join(tmp, "grads.json")
         argv = [grads, "run", "--mode", "collect", "--no-diagrams", "--json", report,
-                "--report-dir", os.path.join(tmp, "html"), "--max-steps", str(prog.max_steps)]
+                "--report-dir", os.path.join(tmp, "html"), "--max-steps", str(steps or prog.max_steps)]
         argv += ["-m", prog.module] if prog.module else [prog.script or ""]
         argv += prog.args
         cwd = os.path.normpath(os.path.join(root, prog.cwd))
@@ -261,6 +262,43 @@ def present(f: dict[str, Any], res: Result) -> bool:
     return any(key(g) == key(f) for g in res.findings)
 
 
+def iteration_of(f: dict[str, Any]) -> int:
+    """The iteration (from 0) under way when `f` was first reported (0 when the report has none)."""
+    it = f.get("iteration")
+    return it if isinstance(it, int) and it >= 0 else 0
+
+
+def covered(f: dict[str, Any], res: Result, base: Result) -> bool:
+    """`res` ran past the iteration in which `f` first showed in the first run `base`, or as far as
+    `base` did (a finding of the run's end), so its absence there means something (a run cut at 3
+    steps says nothing of a finding of iteration 4). Only a run that exited (the step limit, or the
+    program's own sys.exit) can fall short: one that ended or raised went as far as the program does."""
+    done = res.run.get("iterations")
+    if res.run.get("status") != "exited" or not isinstance(done, int):
+        return True
+    return done > iteration_of(f) or done >= (base.run.get("iterations") or 0)
+
+
+def gone(f: dict[str, Any], res: Result, base: Result) -> bool:
+    """`f` (a finding of the first run `base`) is no longer reported by a run that got far enough
+    to report it."""
+    return not present(f, res) and covered(f, res, base)
+
+
+# ---- judging -------------------------------------------------------------------------------------
+def key(f: dict[str, Any]) -> tuple[str, str]:
+    """A finding's identity across runs of patched copies (lines move; names and codes stay)."""
+    name = subject_name(f)
+    if name:
+        return f.get("code", ""), name
+    loc = f.get("location") or {}
+    return f.get("code", ""), (loc.get("code") or "").strip()
+
+
+def present(f: dict[str, Any], res: Result) -> bool:
+    return any(key(g) == key(f) for g in res.findings)
+
+
 def _shape(f: dict[str, Any]) -> list[int] | None:
     m = re.match(r"\s*\w+\[([\d, ]*)\]", (f.get("subject") or {}).get("summary") or "")
     if not m:
@@ -280,6 +318,9 @@ def judge(f: dict[str, Any], base: Result, res: Result) -> str | None:
         return f"the patched program exited with status {res.returncode}"
     if present(f, res):
         return f"{f.get('code')} is still reported"
+    if not covered(f, res, base):
+        return (f"the patched run stopped after {res.run.get('iterations')} iteration(s), before iteration "
+                f"{iteration_of(f)} where {f.get('code')} first showed")
     old = {key(g) for g in base.findings}
     new = [g for g in res.severe() if key(g) not in old]
     if new:
