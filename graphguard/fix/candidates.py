@@ -57,6 +57,7 @@ from .families.downstream import keep_history_downstream
 from .families.containers import register_nested_container
 from .families.after_backward import detach_after_backward
 from .families.cached import uncache_call
+from .families.inference_mode import no_grad_for_inference_mode
 from .tree import Maker, Source, drop_rewraps, loc, subject_name
 
 __all__ = ["Candidate", "FAMILIES", "RANK", "SILENT", "candidates_for", "subject_name"]
@@ -159,6 +160,10 @@ RANK.update({"nested-modulelist": -1, "nested-moduledict": -1, "detach-after-bac
              "uncache-transform": -1, "uncache-function": -1,
              # the layers the finding says forward builds, moved to __init__ together
              "layers-to-init": -1})
+# a gradient taken inside inference mode: the region the finding names run under no_grad instead,
+# which the enable_grad() inside can turn back on (what the finding's fix-at asks for)
+FAMILIES["GG014"].insert(0, no_grad_for_inference_mode)
+RANK.update({"no-grad-for-inference-mode": -1})
 SILENT = {"GG008", "GG009", "GG011", "GG013"}  # no error from PyTorch: gradients are checked after the patch
 
 
