@@ -95,6 +95,39 @@ def fingerprint(t: torch.Tensor) -> tuple[float, float] | None:
         return None
 
 
+MAX_WALK = 10_000  # graph nodes read to tell a self-update apart (bounded: beyond it, not one)
+
+
+def only_from_itself(t: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether the history of `v` reaches no trainable leaf but `t` itself: `v` is computed from
+    `t` alone (with constants and detached values), as in a hand-written update of a leaf written
+    back through `.data` (PGD's `delta.data = clamp(delta + alpha * grad.sign(), -eps, eps)`,
+    GradNorm's `w.data = w / w.sum() * T`). Dropping that history loses no gradient: the only
+    tensor it would carry one to is the one being replaced. Read only when such an assignment is
+    made (rare), and cut off after MAX_WALK nodes."""
+    seen: set[int] = set()
+    stack = [v.grad_fn]
+    found = False
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if len(seen) > MAX_WALK:
+            return False
+        var = getattr(fn, "variable", None)
+        if var is not None:  # AccumulateGrad: a leaf that requires grad
+            if var is not t:
+                return False
+            found = True
+            continue
+        try:
+            stack.extend(nxt for nxt, _ in fn.next_functions)
+        except Exception:  # a node without next_functions: nothing more to read
+            continue
+    return found
+
+
 def holds(opt: Any, t: torch.Tensor) -> bool:
     """Whether optimizer `opt` has `t` in one of its parameter groups (an object without
     param_groups, a wrapper, counts as holding it)."""
@@ -163,7 +196,9 @@ class ParamDataAssign(Rule):
     optimizer state), or that the program perturbed in place itself since the last step and
     now puts back (SAM's `p.add_(e_w)` ... `p.data = old_p`), unless the value assigned has
     history. In-place writes (`p.data.clamp_(...)`, weight clipping) are not
-    assignments and stay quiet.
+    assignments and stay quiet. A value whose history reaches no trainable leaf but the target
+    itself (a hand-written update: PGD's `delta.data = clamp(delta + a * grad.sign(), -eps, eps)`)
+    drops no gradient: it is judged as a value without history.
     """
 
     code = "GG016"
@@ -222,6 +257,11 @@ class ParamDataAssign(Rule):
         if not isinstance(t, torch.Tensor) or ctx.in_optimizer_step():
             return None
         history = isinstance(v, torch.Tensor) and v.grad_fn is not None
+        if history and t.is_leaf and only_from_itself(t, v):
+            # a hand-written update of the leaf from its own value: nothing else loses a
+            # gradient; judged as a value without history (an optimizer's parameter still is)
+            history = False
+            v = v.detach()
         if not history and same_memory(t, v):
             return None  # a no-op: the parameter gets its own data back
         optimized = (ctx.is_optimized(t) and ctx.optimizer_steps() > 0
