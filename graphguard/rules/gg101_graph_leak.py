@@ -153,8 +153,12 @@ class GraphLeak(Rule):
         single = h.kind in ("tensor", "state")  # one tensor, not a container's elements
         for t in h.tensors:
             m = ctx.mark_of(t.grad_fn)
-            if h.kind == "tensor" and m is not None and m.iteration >= latest:
+            if h.kind == "tensor" and m is not None and m.iteration >= latest and \
+                    ctx.mark_key in t.grad_fn.metadata:
                 return None  # this iteration's own graph (its backward just ran through it)
+            # a mark found only by sequence number is a candidate: a running sum added to before
+            # the backward (`loss_sum += loss`, then `(loss / n).backward()`) lies in that
+            # backward's range without being traversed; its walk below tells the iterations apart
             # a module's state is never what backward starts from: a mark there may only be the
             # range of the backward it was made next to (NOTE [marks by sequence number])
             roots.append(t.grad_fn)
@@ -204,8 +208,11 @@ class GraphLeak(Rule):
             if w.truncated:
                 growth.add(latest, nodes, truncated=True)
         scalar = all(t.numel() == 1 for t in h.tensors)
+        # a tensor is suspect when no backward ran through its newest node: unmarked, or marked
+        # only by sequence number (a candidate) while it holds nodes of earlier iterations
         suspect = (len(roots) > 1 if h.kind == "container" else True if h.kind == "state"
-                   else ctx.mark_of(roots[0]) is None)
+                   else ctx.mark_of(roots[0]) is None
+                   or (bool(spans) and roots[0] is not None and ctx.mark_key not in roots[0].metadata))
         return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect, growth)
 
     def _count(self, h: Holder, latest: int, budget: list[int]) -> None:
