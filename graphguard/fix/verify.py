@@ -285,20 +285,6 @@ def gone(f: dict[str, Any], res: Result, base: Result) -> bool:
     return not present(f, res) and covered(f, res, base)
 
 
-# ---- judging -------------------------------------------------------------------------------------
-def key(f: dict[str, Any]) -> tuple[str, str]:
-    """A finding's identity across runs of patched copies (lines move; names and codes stay)."""
-    name = subject_name(f)
-    if name:
-        return f.get("code", ""), name
-    loc = f.get("location") or {}
-    return f.get("code", ""), (loc.get("code") or "").strip()
-
-
-def present(f: dict[str, Any], res: Result) -> bool:
-    return any(key(g) == key(f) for g in res.findings)
-
-
 def _shape(f: dict[str, Any]) -> list[int] | None:
     m = re.match(r"\s*\w+\[([\d, ]*)\]", (f.get("subject") or {}).get("summary") or "")
     if not m:

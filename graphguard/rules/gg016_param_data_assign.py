@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ..capture.graph import leaf_of, walk
 from ..events import DataAssign, StepCall
 from ..model import Finding, Frame, Related
 from .base import Rule, display
@@ -105,27 +106,11 @@ def only_from_itself(t: torch.Tensor, v: torch.Tensor) -> bool:
     GradNorm's `w.data = w / w.sum() * T`). Dropping that history loses no gradient: the only
     tensor it would carry one to is the one being replaced. Read only when such an assignment is
     made (rare), and cut off after MAX_WALK nodes."""
-    seen: set[int] = set()
-    stack = [v.grad_fn]
-    found = False
-    while stack:
-        fn = stack.pop()
-        if fn is None or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        if len(seen) > MAX_WALK:
-            return False
-        var = getattr(fn, "variable", None)
-        if var is not None:  # AccumulateGrad: a leaf that requires grad
-            if var is not t:
-                return False
-            found = True
-            continue
-        try:
-            stack.extend(nxt for nxt, _ in fn.next_functions)
-        except Exception:  # a node without next_functions: nothing more to read
-            continue
-    return found
+    w = walk([v.grad_fn], MAX_WALK)
+    if w.truncated:
+        return False
+    leaves = [leaf for leaf in map(leaf_of, w.nodes) if leaf is not None]
+    return bool(leaves) and all(leaf is t for leaf in leaves)
 
 
 def holds(opt: Any, t: torch.Tensor) -> bool:
