@@ -477,6 +477,9 @@ class GraphGuard:
         self._patch(torch.optim.Optimizer, "__setstate__", self._wrap_optimizer_setstate(orig_setstate))
         self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
+        graph_mod = torch.autograd.graph
+        self._patch(graph_mod, "disable_saved_tensors_hooks",
+                    self._wrap_disable_saved_hooks(graph_mod.disable_saved_tensors_hooks))
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         old = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
@@ -522,6 +525,40 @@ class GraphGuard:
         else:
             self._pop_saved_hooks()
             self.rec.saved_hooks_on = False
+
+    def _wrap_disable_saved_hooks(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        """`torch.autograd.graph.disable_saved_tensors_hooks` that first takes the guard's own
+        saved-tensor hooks off. torch.func's grad, vjp, jacrev and hessian enter it and raise
+        when any hooks are on the stack, so a correct program would crash only because it runs
+        under the guard. Inside, saved tensors are not named (PyTorch's own version check and the
+        backward check still run); on the way out the hooks go back if the guard still wants
+        them (the recording may have ended inside). The body is not watched either: torch.func
+        runs its own torch.autograd.grad on wrapped tensors whose storage cannot be read, and
+        what it computes is functional; the backward of the result, outside, is checked."""
+        guard = self
+
+        @contextmanager
+        def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
+            rec = guard.rec
+            if guard._foreign():
+                with orig(error_message):
+                    yield
+                return
+            lifted = rec.saved_hooks_on
+            if lifted:
+                guard._pop_saved_hooks()
+                rec.saved_hooks_on = False
+            busy, rec.busy = rec.busy, True
+            try:
+                with orig(error_message):
+                    yield
+            finally:
+                rec.busy = busy
+                if lifted and not guard._dormant:
+                    guard._set_saved_hooks(rec.recording or guard._light_keeps_saved_hooks)
+
+        functools.update_wrapper(disable_saved_tensors_hooks, orig)
+        return disable_saved_tensors_hooks
 
     def _pop_saved_hooks(self) -> None:
         """Take our saved-tensor hooks off their stack, wherever they are, keeping the others in
