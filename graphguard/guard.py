@@ -153,6 +153,7 @@ def _hidden_from_dynamo(fn: F) -> F:
 
 
 _DYNAMO_SKIPS_ADDED = False
+_is_compiling = torch.compiler.is_compiling
 
 
 # Dynamo's frame callback getter (the callback is None outside compiled code); a torch without
@@ -662,7 +663,7 @@ class GraphGuard:
 
     @_hidden_from_dynamo
     def _backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        if self._in_backward or self.rec.busy or self._foreign() or torch.compiler.is_compiling():
+        if self._in_backward or self.rec.busy or self._foreign() or _is_compiling():
             # (compiling: AOTAutograd tracing a compiled region's backward, not the user's)
             return orig(*args, **kwargs)
         # a generator passed as `inputs` (`model.parameters()`) is read once: by the real call
@@ -670,7 +671,8 @@ class GraphGuard:
         if not plain_call:
             args, kwargs = materialize_iterators(args, kwargs)
         call = None
-        _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
+        if not _DYNAMO_SKIPS_ADDED:
+            _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
         # The scan makes a Python wrapper per graph node and the rules build per-node data: on a
         # 100,000-node graph the collector ran again and again over all of them (a pre-backward
         # check 2-3x slower). Our own bursts allocate no cycles: pause it, restore it after.
@@ -703,9 +705,14 @@ class GraphGuard:
                 self._dispatch(call, quiet=quiet, skim=skim)
                 if plain and not quiet and len(findings) == reported:
                     self._quiet.remember(call)  # every rule judged this shape: nothing found
-                marked = failsafe(self._internal_error, "recording a backward call",
-                                  self._mark_before, call) is not None
-            reported = sum(1 for f in findings[reported:] if f.severity == "error")
+                try:
+                    marked = self._mark_before(call)
+                except PASSTHROUGH:
+                    raise
+                except Exception as err:
+                    self._internal_error(err, "recording a backward call")
+            reported = (sum(1 for f in findings[reported:] if f.severity == "error")
+                        if len(findings) > reported else 0)
         finally:
             if gc_paused:
                 gc.enable()
@@ -784,7 +791,8 @@ class GraphGuard:
             self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
         if hit >= 0:
             scan.unmarked_freed = (hit, scan.old_top(hit, self._born_before))
-        call = BackwardCall(user_site(1), api, roots, grads, retain, create, inputs, scan,
+        # (the walk for the site starts above _backward and its dynamo wrapper: graphguard's own)
+        call = BackwardCall(user_site(3), api, roots, grads, retain, create, inputs, scan,
                             self.clock.backward_calls, self.clock.iteration)
         self.clock.backward_calls += 1
         return call

@@ -121,3 +121,47 @@ def test_freed_graph_is_found_by_the_saved_read() -> None:
     check = SavedCheck(_Adopted.unpack, _Adopted().adopt)
     scan = scan_graph([y], STAMP, MARK, 1000, fresh_from=0, saved=check)
     assert check.freed_at == [type(n).__name__ for n in scan.nodes].index("MulBackward0")
+
+
+def _diamonds() -> list[torch.Tensor]:
+    """Two losses over shared and repeated parts: nodes reached from several parents."""
+    torch.manual_seed(0)
+    w = torch.randn(4, 4, requires_grad=True)
+    b = torch.randn(4, requires_grad=True)
+    x = torch.randn(3, 4)
+    h = torch.tanh(x @ w + b)
+    g = h * h.sigmoid() + h.exp()
+    side = (h[:, :2] * 2).sum()
+    return [(g @ w).sum() + side, (h - b).pow(2).mean()]
+
+
+def test_the_scan_parents_built_on_demand_are_those_of_a_breadth_first_walk() -> None:
+    from graphguard.capture.graph import walk
+
+    roots = _diamonds()
+    fns = [r.grad_fn for r in roots]
+    for limit in (3, 7, 1000):
+        scan = scan_graph(roots, STAMP, MARK, limit)
+        eager = walk(fns, limit)
+        assert scan.nodes == eager.nodes
+        assert scan.walk.parent == eager.parent
+        assert scan.truncated == eager.truncated
+
+
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, v):
+        return v * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_leaves_fed_to_a_custom_function_are_its_inputs_only() -> None:
+    fed = torch.randn(3, requires_grad=True)
+    other = torch.randn(3, requires_grad=True)
+    loss = (_Twice.apply(fed) * other).sum()
+    scan = scan_graph([loss], STAMP, MARK, 1000)
+    assert [id(t) for t in scan.function_inputs] == [id(fed)]
+    assert {id(t) for t in scan.leaves} == {id(fed), id(other)}

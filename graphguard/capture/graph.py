@@ -5,7 +5,7 @@ from typing import Any, Iterator
 
 import torch
 
-__all__ = ["walk", "seed", "Walk", "is_freed", "saved_attrs", "leaf_of", "summarize", "node_name",
+__all__ = ["walk", "seed", "Walk", "bfs_parents", "is_freed", "saved_attrs", "leaf_of", "summarize", "node_name",
            "DTYPE_SHORT"]
 
 # NOTE [touching nodes]
@@ -19,12 +19,37 @@ __all__ = ["walk", "seed", "Walk", "is_freed", "saved_attrs", "leaf_of", "summar
 class Walk:
     """The result of one walk: nodes in breadth-first order, with the parent that led to each."""
 
-    __slots__ = ("nodes", "parent", "truncated")
+    __slots__ = ("nodes", "_parent", "roots", "truncated")
 
-    def __init__(self) -> None:
+    def __init__(self, lazy_parents: bool = False) -> None:
         self.nodes: list[Any] = []  # autograd nodes (Python wrappers), kept only while walking
-        self.parent: list[int] = []  # index in `nodes` of the node that reached this one (-1: root)
+        # index in `nodes` of the node that reached this one (-1: root); with `lazy_parents`,
+        # built from the nodes on first use (the pre-backward scan: most backwards never ask)
+        self._parent: list[int] | None = None if lazy_parents else []
+        self.roots = 0  # the first `roots` nodes are the roots (set with lazy parents)
         self.truncated = False  # the limit stopped the walk
+
+    @property
+    def parent(self) -> list[int]:
+        p = self._parent
+        if p is None:
+            p = self._parent = bfs_parents(self.nodes, self.roots)
+        return p
+
+
+def bfs_parents(nodes: list[Any], roots: int) -> list[int]:
+    """The parent list a breadth-first walk would have built for `nodes` (its visiting order,
+    the first `roots` of them its roots): each other node's parent is the first node in that
+    order that has it among its next_functions, since that is the node whose visit queued it."""
+    index = {node: i for i, node in enumerate(nodes)}  # wrappers hash by identity
+    parent = [-1] * len(nodes)
+    get = index.get
+    for i, node in enumerate(nodes):
+        for nxt, _ in node.next_functions:
+            j = get(nxt)
+            if j is not None and j >= roots and parent[j] < 0:
+                parent[j] = i
+    return parent
 
 
 def seed(out: Walk, roots: list[Any]) -> set[int]:

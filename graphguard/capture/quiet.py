@@ -5,6 +5,7 @@ NOTE [quiet events] in engine.py says why and what the engine does with the answ
 from __future__ import annotations
 
 import weakref
+from operator import is_
 
 import torch
 
@@ -12,6 +13,7 @@ from ..events import BackwardCall
 
 __all__ = ["QuietShapes", "MAX_SHAPES"]
 
+_deref = weakref.ref.__call__  # r -> its referent or None
 MAX_SHAPES = 8  # graph shapes remembered as judged (a training loop has one or two)
 
 
@@ -60,15 +62,13 @@ class QuietShapes:
             return False
         scan = call.scan
         types = scan.types  # (a set: equal to a frozenset of the same types)
-        ids = list(map(id, scan.leaves))
+        leaves = scan.leaves
+        ids = list(map(id, leaves))
         for t, i, refs in self._shapes:
-            if i == ids and t == types:
-                # equal ids are the same leaves only while those leaves live
-                for r in refs:
-                    if r() is None:
-                        break
-                else:
-                    return True
+            # equal ids are the same leaves only while those leaves live: each reference must
+            # still lead to the very leaf met now (one C-level pass, not a Python loop per leaf)
+            if i == ids and t == types and all(map(is_, map(_deref, refs), leaves)):
+                return True
         return False
 
     def remember(self, call: BackwardCall) -> None:

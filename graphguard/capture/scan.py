@@ -1,6 +1,7 @@
 """The graph scan made before each backward: which nodes are stale, consumed, or retained."""
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import torch
@@ -36,7 +37,7 @@ class GraphScan:
     def __init__(self, roots: list[Any], stamp_key: str, mark_key: str, limit: int,
                  fresh_from: int | None = None, seq_marks: SequenceMarks | None = None,
                  saved: SavedCheck | None = None) -> None:
-        self.walk = Walk()
+        self.walk = Walk(lazy_parents=True)
         # the nodes read for stamp and mark (old nodes and leaves), walk order, and what was read
         self.read: list[int] = []
         self.read_md: list[dict | None] = []  # each one's metadata dict (the marks go there)
@@ -85,13 +86,13 @@ class GraphScan:
         custom, acc = _BackwardCFunction, _AccumulateGrad
         read, read_md, read_stamps, read_marks = self.read, self.read_md, self.read_stamps, self.read_marks
         leaves, leaf_index, marked_index, types = self.leaves, self.leaf_index, self.marked_index, self.types
-        nodes, parent = w.nodes, w.parent
+        nodes = w.nodes
         seen: set[Any] = {None}
         for r in roots:
             if r not in seen:
                 seen.add(r)
                 nodes.append(r)
-                parent.append(-1)
+        w.roots = len(nodes)
         add = seen.add
         fast = fresh_from < _NEVER_FRESH
         find = seq_marks.range_of if seq_marks else None
@@ -114,9 +115,6 @@ class GraphScan:
                 leaf = node.variable
                 if leaf is not None:
                     leaves.append(leaf)
-                    par = parent[i]
-                    if par >= 0 and isinstance(nodes[par], custom):
-                        self.function_inputs.append(leaf)
                 continue
             if fast:
                 try:
@@ -161,12 +159,20 @@ class GraphScan:
                 if nxt not in seen:
                     add(nxt)
                     nodes.append(nxt)
-                    parent.append(i)
+        # (no parent list here: one append per node was ~10% of this loop; Walk.parent builds
+        # it from the nodes on first use)
         if len(nodes) > limit:  # the limit stopped the walk: what it queued but never read goes
             w.truncated = True
             del nodes[limit:]
-            del parent[limit:]
         types.update(map(type, nodes))
+        if any(map(issubclass, types, repeat(custom))):
+            # leaves fed to a custom Function (rare: checked by type, after the walk)
+            inputs = self.function_inputs
+            for node in nodes:
+                if isinstance(node, custom):
+                    for nxt, _ in node.next_functions:
+                        if type(nxt) is acc and nxt.variable is not None:
+                            inputs.append(nxt.variable)
         if seqs:
             self.fresh_lo, self.fresh_hi = min(seqs), max(seqs)
         if candidates:

@@ -13,11 +13,13 @@ from typing import Any, Iterable
 
 import torch
 
+from ..capture.sites import is_internal_file
 from ..model import Frame
 from .names import find_names, live_user_frames, resolve
 from .source import enclosing_scope
 
-__all__ = ["assigned_target", "written_name", "name_where_made", "kept_attribute", "stored_into", "stored_entry", "split_source"]
+__all__ = ["assigned_target", "written_name", "name_where_made", "kept_attribute", "stored_into", "stored_entry",
+           "split_source", "stored_by_method"]
 
 _TREES: dict[str, tuple[int, ast.Module | None]] = {}
 
@@ -330,3 +332,77 @@ def kept_attribute(site: Iterable[Frame] | None, holder: str | None,
                 if isinstance(t, ast.Attribute) and t.attr == attr:
                     return ast.unparse(t), Frame(fr.file, node.lineno, fr.function)
     return None
+
+
+def stored_by_method(site: Iterable[Frame] | None, holder: str | None) -> tuple[str, Frame] | None:
+    """The attribute a method of the holding object stores a tensor in, as that method writes it,
+    when the line that made the tensor hands it to the method: `state.update_state(h.unsqueeze(0),
+    feed)`, whose body writes `self.hidden = (rnnstate,)`, keeps it as `dec_state.hidden[0]` (the
+    live `holder` name). The making line assigns nothing; the method's assignment is where the
+    state is stored again at each call. None when the line calls no method of the holder's class
+    that assigns that attribute (`out, self.hidden = self.lstm(x, self.hidden)`: `lstm` is a
+    submodule, and the line's own target names it)."""
+    site = list(site or ())
+    if not site or not holder:
+        return None
+    m = re.fullmatch(r"(.+)\.(\w+)((?:\[[^\[\]]+\])*)", holder)
+    if m is None:
+        return None
+    owner, attr = m.group(1), m.group(2)
+    stmt = _statement(site[0].file, site[0].line)
+    if stmt is None:
+        return None
+    methods = [n.func.attr for n in ast.walk(stmt)
+               if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    if not methods:
+        return None
+    hit = resolve(owner)
+    if hit is None or hit.value is None or isinstance(hit.value, torch.Tensor):
+        return None
+    try:
+        mro = type(hit.value).__mro__
+    finally:
+        hit = None  # (drop the object)
+    for name in methods:
+        for klass in mro:
+            fn = klass.__dict__.get(name)
+            code = getattr(fn, "__code__", None)
+            if code is None:
+                continue
+            if is_internal_file(code.co_filename):
+                break  # a library's method (`nn.Module.register_buffer`): not the user's store
+            found = _self_assignment(code, attr)
+            if found is not None:
+                return found
+            break  # the method the call runs (the first class of the MRO defining it)
+    return None
+
+
+def _self_assignment(code: Any, attr: str) -> tuple[str, Frame] | None:
+    """`self.<attr> = ...` in the function of `code` (its first one by line), as written there."""
+    tree = _tree(code.co_filename)
+    fn = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name and (
+                node.lineno == code.co_firstlineno
+                or any(d.lineno == code.co_firstlineno for d in node.decorator_list)):
+            fn = node
+            break
+    if fn is None or not fn.args.args:
+        return None
+    me = fn.args.args[0].arg
+    best: tuple[int, str] | None = None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            targets = _flat(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = _flat([node.target])
+        else:
+            continue
+        for t in targets:
+            if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) \
+                    and t.value.id == me and (best is None or node.lineno < best[0]):
+                best = (node.lineno, ast.unparse(t))
+    if best is None:
+        return None
+    return best[1], Frame(code.co_filename, best[0], fn.name)

@@ -7,7 +7,7 @@ import re
 import torch
 
 from ..capture.saved import find_modified_saved, storage_key
-from ..lookup.assigned import assigned_target, kept_attribute, stored_entry, written_name
+from ..lookup.assigned import assigned_target, kept_attribute, stored_by_method, stored_entry, written_name
 from ..lookup.names import find_name
 from ..events import BackwardCall
 from ..model import Finding, Related, Subject
@@ -48,9 +48,16 @@ class CarriedState(Rule):
         out, hidden = rnn(x, hidden)
     ```
 
+    Truncated BPTT with one backward per chunk and one optimizer step per sequence counts too:
+    the state stored after a chunk's last output (`state.update_state(h.unsqueeze(0))`) reaches
+    the next chunk's graph, whose forward the same lines made again. A state that a method of an
+    object stores is named as that method writes it (`self.hidden`).
+
     ## Known problems
     Needs the creation lines recorded in the first iterations; in light mode a carried state is
-    first reported as GG001, and recording is switched back on.
+    first reported as GG001, and recording is switched back on. Between two backwards of one
+    optimizer step, a kept state whose next graph other lines made (another model reads it) is
+    left to GG001/GG003.
     """
 
     code = "GG004"
@@ -96,6 +103,12 @@ class CarriedState(Rule):
         kept = kept_attribute(st.site if st else None, hit.name if hit else None, written)
         if kept is not None:
             written = kept
+        # handed to a method of the object that holds it (`state.update_state(h.unsqueeze(0))`):
+        # the attribute that method stores it in (`self.hidden = (rnnstate,)`) is re-assigned
+        # each call, not the object the loop names (`dec_state`)
+        stored = stored_by_method(st.site if st else None, hit.name if hit else None)
+        if stored is not None:
+            written = stored
         if written is None and st is not None:
             # made straight into a container (`self.memory.append((self.critic(s), r))`): its
             # entry, as the loop sees it, is what carries the value

@@ -29,14 +29,19 @@ class StaleAnalysis:
     # the whole graph, root included, predates the earlier backward, which did not run the root:
     # two losses built together and backwarded one after the other (a loop over a dict of losses)
     built_together: bool = False
+    # kept from before the earlier backward, no backward ran the join, and this graph was built
+    # after it by the same code that built the part that backward freed (see _rerun)
+    rerun: bool = False
 
 
 def is_carried(a: "StaleAnalysis", optimizer_steps: int) -> bool:
     """Whether the stale part is state carried into this iteration (GG004), not a tensor built once
     (GG001) or shared by two backwards of one iteration (GG003). A value kept from an earlier
     iteration counts only once an optimizer has stepped: before any step, each graph-freeing
-    backward closes an iteration, so two losses of one step would look like two iterations."""
-    return a.carried or (a.kept and optimizer_steps > 0)
+    backward closes an iteration, so two losses of one step would look like two iterations.
+    A freed part also counts, with or without a step, when the forward that built it ran again to
+    build this graph (`rerun`: the next chunk of a truncated BPTT loop, one backward per chunk)."""
+    return a.carried or (a.kept and optimizer_steps > 0) or a.rerun
 
 
 def site_key(site: Any) -> tuple | None:
@@ -92,6 +97,8 @@ def analyze(call: BackwardCall) -> StaleAnalysis:
             out.same_call_line = out.mark.site[0][:2] == call.site[0][:2]
         out.carried = _carried(scan, out)
         out.kept = _kept_for_next(scan, out, it)
+        if not out.carried and not out.kept:
+            out.rerun = _rerun(scan, out, consumed_by)
     return out
 
 
@@ -108,6 +115,39 @@ def _kept_for_next(scan: GraphScan, a: StaleAnalysis, iteration: int) -> bool:
         return False
     st = scan.stamps[a.boundary]
     return st is not None and st.iteration < iteration and scan.marks[a.boundary] is None
+
+
+MAX_RERUN_SITES = 4096  # stale members whose creation lines are compared with the fresh part's
+
+
+def _rerun(scan: GraphScan, a: StaleAnalysis, consumed_by: int) -> bool:
+    """True when the old part was freed by the earlier backward and joins this graph through a
+    value made with it that this backward's predecessor did not run (a state stored for the next
+    call: `self.hidden = (h.unsqueeze(0),)`), and the fresh part of this graph, built since that
+    backward, was made by the lines that made the freed part: the same forward ran again and was
+    fed the state. Judged by backward calls (epochs), not iterations: before an optimizer's first
+    step every freeing backward closes an iteration, and truncated BPTT runs one backward per chunk
+    between two steps. Two losses of one step (GG003) share a part, but their fresh parts are
+    other lines (another head, another loss term). Freed parts only: running them raises anyway,
+    so this chooses what to call the crash and never adds an alarm to a program that runs."""
+    if a.kind != "freed" or a.boundary < 0 or a.boundary == a.marked_boundary or a.built_together:
+        return False
+    stamps, marks = scan.stamps, scan.marks
+    root = stamps[0] if len(stamps) else None
+    if root is None or root.epoch <= consumed_by or marks[a.boundary] is not None:
+        return False  # the loss predates the earlier backward (two losses built together)
+    old: set = set()
+    for i in sorted(a.members)[:MAX_RERUN_SITES]:
+        st = stamps[i]
+        if st is not None and st.site:
+            old.add(site_key(st.site))
+    if not old:
+        return False
+    for i, st in enumerate(stamps):
+        if st is not None and st.epoch > consumed_by and i not in a.members and st.site \
+                and site_key(st.site) in old:
+            return True
+    return False
 
 
 def _carried(scan: GraphScan, a: StaleAnalysis) -> bool:
