@@ -100,15 +100,6 @@ def _statement(file: str, line: int) -> ast.stmt | None:
     return best
 
 
-def _constructor_at(file: str, line: int, classes: tuple[str, ...]) -> ast.Call | None:
-    """The constructor call of one of `classes` in the statement at `line`."""
-    stmt = _statement(file, line)
-    for node in ast.walk(stmt) if stmt is not None else ():
-        if isinstance(node, ast.Call) and _last(_callee(node)) in classes:
-            return node
-    return None
-
-
 def _flag_assignments(files: Iterable[str]) -> list[tuple[str, SourceLoc]]:
     """`<expr>.inplace = True` (or `setattr(<expr>, 'inplace', True)`) in `files`: (target, line)."""
     out: list[tuple[str, SourceLoc]] = []
@@ -142,9 +133,56 @@ def _flagged_constructors(files: Iterable[str], classes: tuple[str, ...]) -> lis
     return [(callee, loc) for _, callee, loc in out]
 
 
-def _called_module(fr: Frame, callee: str, classes: tuple[str, ...]) -> tuple[SourceLoc, ast.Call] | None:
+def _nested_in_call(stmt: ast.stmt, call: ast.Call) -> bool:
+    """Whether `call` is an argument (at any depth) of another call of the statement: the module
+    it builds goes into a container built there (`nn.Sequential(..., nn.Dropout(inplace=True))`)."""
+    return any(other is not call and any(n is call for n in ast.walk(other))
+               for other in ast.walk(stmt) if isinstance(other, ast.Call))
+
+
+def _key(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _after_saver(stmt: ast.stmt, call: ast.Call, saver: str) -> bool:
+    """Whether the module built by `call` comes right after one whose op is `saver` among the
+    container's arguments (`nn.Tanh(), nn.ReLU(inplace=True)`): it overwrites that module's output,
+    which that op saved."""
+    for parent in ast.walk(stmt):
+        if isinstance(parent, ast.Call):
+            for k, arg in enumerate(parent.args):
+                if arg is call:
+                    prev = parent.args[k - 1] if k > 0 else None
+                    return isinstance(prev, ast.Call) and _key(_last(_callee(prev))) == _key(saver)
+    return False
+
+
+def _inner_constructor(stmt: ast.stmt, file: str, classes: tuple[str, ...],
+                       saver: str | None = None) -> tuple[SourceLoc, ast.Call] | None:
+    """The constructor of one of `classes` nested in a container built by `stmt`, at its own line:
+    one right after a module of the op that saved the changed tensor (`saver`) first, then the one
+    that says `inplace=True` (then one passing a variable, then any), by line."""
+    found = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _last(_callee(n)) in classes
+             and _nested_in_call(stmt, n)]
+    if not found:
+        return None
+
+    def rank(c: ast.Call) -> tuple[int, int, int]:
+        flag = _flag(c)
+        return (0 if saver and _after_saver(stmt, c, saver) else 1,
+                0 if _is_true(flag) else 1 if flag is not None else 2, c.lineno)
+
+    best = min(found, key=rank)
+    return _loc(file, best.lineno), best
+
+
+def _called_module(fr: Frame, callee: str, classes: tuple[str, ...],
+                   saver: str | None = None) -> tuple[SourceLoc, ast.Call, bool] | None:
     """Where the module called as `callee` at the frame's line was built, when its constructor is
-    one of `classes`: `self.activ` -> `self.activ = nn.ReLU(inplace=True)` in the class."""
+    one of `classes`: `self.activ` -> `self.activ = nn.ReLU(inplace=True)` in the class. When that
+    line builds a container around such a constructor (`self.main = nn.Sequential(nn.Linear(..),
+    nn.LeakyReLU(..), nn.Dropout(inplace=True))`, at any depth), the module called is the container:
+    the nested constructor, at its own line, is the module that ran the op (third item True)."""
     if callee.startswith("self.") and callee.count(".") == 1:
         cls = class_of_function(fr.file, enclosing_scope(fr.file, fr.line))
         lines = class_attribute_lines(fr.file, cls, callee[5:]) if cls else []
@@ -153,16 +191,27 @@ def _called_module(fr: Frame, callee: str, classes: tuple[str, ...]) -> tuple[So
     else:
         lines = []
     for loc in lines:
-        call = _constructor_at(loc.file, loc.line, classes)
-        if call is not None:
-            return loc, call
+        stmt = _statement(loc.file, loc.line)  # (a parse of its own: look for nodes in it)
+        call = next((n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _last(_callee(n)) in classes),
+                    None) if stmt is not None else None
+        if call is None:
+            continue
+        if _nested_in_call(stmt, call):
+            inner = _inner_constructor(stmt, loc.file, classes, saver)
+            if inner is not None:
+                return inner[0], inner[1], True
+            continue
+        return loc, call, False
     return None
 
 
-def inplace_flag_source(site: Iterable[Frame], op: str, max_frames: int = 3) -> FlagSource | None:
+def inplace_flag_source(site: Iterable[Frame], op: str, max_frames: int = 3,
+                        saved_by: str | None = None) -> FlagSource | None:
     """The module that ran the in-place `op` recorded at `site` (its user frames, innermost first),
     named as written, with the line that made it in-place. None when the calling line calls the
-    functional form itself (`F.relu(x, inplace=True)`: that line is the fix) or nothing is found."""
+    functional form itself (`F.relu(x, inplace=True)`: that line is the fix) or nothing is found.
+    `saved_by`: the op that saved the changed tensor (`tanh`), which tells apart the modules of a
+    container (the one right after an `nn.Tanh()`)."""
     classes = module_classes(op)
     if not classes:
         return None
@@ -179,17 +228,20 @@ def inplace_flag_source(site: Iterable[Frame], op: str, max_frames: int = 3) -> 
             return None  # `F.dropout(h, p, inplace=True)` written on the line itself
         for call in calls:
             callee = _callee(call)
-            found = _called_module(fr, callee, classes)
+            found = _called_module(fr, callee, classes, saved_by)
             if found is None:
                 continue
-            made, ctor = found
+            made, ctor, nested = found
+            # a module inside the container called here is named by its constructor, as written
+            # (`nn.Dropout`), as for a container found below; the callee itself otherwise
+            name = _callee(ctor) if nested else callee
             if _flag(ctor) is not None:
-                return FlagSource(callee, made, made)
+                return FlagSource(name, made, made)
             later = _flag_assignments(files + ([made.file] if made.file not in files else []))
             if later:
                 target, where = later[0]
                 return FlagSource(target, made, where)
-            return FlagSource(callee, made, made)
+            return FlagSource(name, made, made)
     # a container was called (`self.main(x)` over an nn.Sequential): the constructor that says so
     flagged = _flagged_constructors(files, classes)
     if flagged:

@@ -143,7 +143,7 @@ class InplaceSavedTensor(Rule):
         if write is not None:
             related.append(Related("modified-at", name, write.op, mod_loc, write.iteration))
         related.append(Related("needed-by", None, "backward", bw, ctx.iteration))
-        flag = inplace_flag_source(write.site, write.op) \
+        flag = inplace_flag_source(write.site, write.op, saved_by=saved_op.strip("`")) \
             if write is not None and write.site and is_inplace_flag_op(write.op) else None
         if flag is not None:
             # The offender is the module made in-place (`self.activ = nn.ReLU(inplace=True)`, or a
