@@ -47,6 +47,9 @@ class LossCall(Event):
     target: Any  # the target tensor
     # (argument name, tensor) for the loss's `weight=` / `pos_weight=` when given (GG002)
     weights: list = field(default_factory=list)
+    # a product the user wrote, probability (target) times log-probability (input), rather than
+    # a loss function's call (NOTE [hand-written soft targets] in capture/ops.py)
+    written: bool = False
 
 
 @dataclass

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 __all__ = ["LOSS_TARGET_ARG", "LOSS_WEIGHT_ARGS", "COPY_FUNCS", "BACKWARD_FUNCS", "inplace_target", "func_name",
-           "NOT_INPLACE"]
+           "NOT_INPLACE", "PRODUCT_OPS", "soft_target_pair"]
 
 # Loss function -> position of its target argument (also accepted as `target=`).
 LOSS_TARGET_ARG: dict[Callable[..., Any], int] = {}
@@ -45,6 +45,96 @@ COPY_FUNCS: dict[Callable[..., Any], str] = {torch.tensor: "torch.tensor",
                                              torch.Tensor.new_tensor: "Tensor.new_tensor"}
 if hasattr(torch, "asarray"):
     COPY_FUNCS[torch.asarray] = "torch.asarray"
+
+# NOTE [hand-written soft targets]. A cross-entropy or KL written out by hand is a product of a
+# probability and a log-probability: `softmax(t) * log_softmax(s)`, `p_t * torch.log(q_s + eps)`,
+# `sigmoid(t) * logsigmoid(s)`, summed later. The probability side is the soft target, as the
+# target of F.kl_div / F.cross_entropy is. It is recognised by what the two factors' graph nodes
+# are (the op that made each factor, seen through sign, scalar scaling, clamping and shape ops),
+# never by how the user spelled it. A product of a distribution and its own log (an entropy) is
+# no target and is dropped here; whose parameters the two sides reach is the rule's question.
+PRODUCT_OPS = frozenset({"mul", "__mul__", "__rmul__"})
+_PROB_NODES = frozenset({"SoftmaxBackward0", "SigmoidBackward0"})
+_LOGP_NODES = frozenset({"LogSoftmaxBackward0", "LogSigmoidBackward0"})
+# one-input nodes that keep a factor what it was: sign, scalar scale/shift, clamp, copies, views
+_THROUGH_NODES = frozenset({
+    "NegBackward0", "MulBackward0", "DivBackward0", "AddBackward0", "SubBackward0", "RsubBackward1",
+    "ClampBackward1", "ClampMinBackward0", "ClampMaxBackward0", "CloneBackward0", "ToCopyBackward0",
+    "ViewBackward0", "ReshapeAliasBackward0", "UnsqueezeBackward0", "SqueezeBackward0",
+    "SqueezeBackward1", "SqueezeBackward2", "ExpandBackward0", "PermuteBackward0", "TBackward0",
+    "TransposeBackward0", "SliceBackward0", "SelectBackward0", "UnsafeViewBackward0",
+    "AliasBackward0"})
+_THROUGH_DEPTH = 4
+
+
+def _through(node: Any) -> Any:
+    """The node below `node`'s sign, scaling, clamping and shape ops (a few at most)."""
+    for _ in range(_THROUGH_DEPTH):
+        if type(node).__name__ not in _THROUGH_NODES:
+            return node
+        inner = [n for n, _ in node.next_functions if n is not None]
+        if len(inner) != 1:
+            return node
+        node = inner[0]
+    return node
+
+
+def _input_of(node: Any) -> Any:
+    nxt = node.next_functions
+    return nxt[0][0] if nxt else None
+
+
+def _prob_node(node: Any) -> Any:
+    """The softmax/sigmoid node that made a probability factor (`exp(log_softmax(x))` too), or None."""
+    node = _through(node)
+    name = type(node).__name__
+    if name in _PROB_NODES:
+        return node
+    if name == "ExpBackward0":
+        inner = _through(_input_of(node))
+        if type(inner).__name__ == "LogSoftmaxBackward0":
+            return inner
+    return None
+
+
+def _logp_node(node: Any) -> tuple[Any, Any] | None:
+    """(the log node, the logits node below it) of a log-probability factor: log_softmax /
+    logsigmoid, or the log of a probability (`torch.log(softmax(x) + eps)`), else None. The
+    logits node is what the softmax/sigmoid was applied to."""
+    node = _through(node)
+    name = type(node).__name__
+    if name in _LOGP_NODES:
+        return node, _input_of(node)
+    if name in ("LogBackward0", "Log2Backward0", "Log10Backward0"):
+        p = _prob_node(_input_of(node))
+        if p is not None:
+            return node, _input_of(p)
+    return None
+
+
+def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any] | None:
+    """For the two factors of a product: (soft target, prediction) when one is a probability and
+    the other the log-probability of another distribution (NOTE [hand-written soft targets]),
+    else None. Both must carry history. Cheap: a few node type names."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+            and a.requires_grad and b.requires_grad):
+        return None
+    ga, gb = a.grad_fn, b.grad_fn
+    if ga is None or gb is None:
+        return None
+    for t, x, gt, gx in ((a, b, ga, gb), (b, a, gb, ga)):
+        p = _prob_node(gt)
+        if p is None:
+            continue
+        lp = _logp_node(gx)
+        if lp is None:
+            continue
+        # an entropy: the log of the same distribution (the same logits below both)
+        if lp[1] is _input_of(p):
+            return None
+        return t, x
+    return None
+
 
 BACKWARD_FUNCS = frozenset({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad})
 

@@ -16,7 +16,7 @@ from ..events import AutogradError, CheckpointCall, Clock, CopyConstruct, DataAs
 from ..model import Site
 from .failsafe import PASSTHROUGH
 from .graph import iter_tensors, leaf_of, walk
-from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, inplace_target
+from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, PRODUCT_OPS, inplace_target, soft_target_pair
 from .state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Packed
 from .state import Stamp
 from .sites import user_site
@@ -162,6 +162,12 @@ class Recorder:
                 if isinstance(w, torch.Tensor):
                     weights.append((wname, w))
             dispatch(LossCall(self.site(), name, args[0], target, weights))
+        elif name in PRODUCT_OPS and rg_in and len(tensors) == 2:
+            # `softmax(t) * log_softmax(s)`: a cross-entropy written out, its soft target first
+            pair = soft_target_pair(tensors[0], tensors[1])
+            if pair is not None:
+                dispatch(LossCall(self.site(), "a hand-written cross-entropy", pair[1], pair[0],
+                                  written=True))
         elif func in COPY_FUNCS and args:
             # `batch.new_tensor(data)`: args[0] is `batch` (dtype and device only), data is next
             data = (args[1] if len(args) > 1 else kwargs.get("data")) if func is torch.Tensor.new_tensor else args[0]

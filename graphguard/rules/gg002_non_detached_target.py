@@ -1,6 +1,7 @@
 """GG002 non-detached-target: a loss function gets a target that carries autograd history."""
 from __future__ import annotations
 
+from typing import Any, Callable
 
 import torch
 
@@ -53,11 +54,24 @@ class NonDetachedTarget(Rule):
     to detach or compute under `torch.no_grad()`; a target whose history comes from several such
     outputs (`critic_value - log_probs`) is named itself, since detaching one would leave the rest.
 
+    Hand-written cross-entropies and KL terms count too: a product of a probability (softmax or
+    sigmoid output, `exp(log_softmax(.))`) and the log-probability of another distribution
+    (`log_softmax`, `logsigmoid`, `torch.log` of a softmax), seen through sign, scaling,
+    clamping and shape ops (`-(F.softmax(t, 1) * F.log_softmax(s, 1)).sum(1)`, co-training's
+    `S(logit_S2) * LS(perturbed_logit_S1)`). Its probability side is the soft target; it is
+    reported when its gradient reaches parameters the log-probability side does not depend on
+    (a teacher's, a peer network's), at the product's line, where the fix (`.detach()` of the
+    target there) goes.
+
     ## Known problems
     When the prediction does not require grad because it was detached from a graph and the target
     does (VQ-VAE's commitment loss `F.mse_loss(quantized.detach(), z)`), the roles are swapped on
-    purpose and the rule stays quiet. Hand-written losses (`-(p_teacher * log_p).sum()`) call no
-    loss function and are not seen.
+    purpose and the rule stays quiet. A hand-written product whose two sides come from the same
+    parameters (an entropy term, R-Drop's two dropout passes, a Jensen-Shannon term over a mixture
+    of both networks) trains them on purpose and is not reported; nor are products written as
+    `p * (log p - log q)` (a difference of logs is not recognised as one log-probability), or
+    through `einsum`/`matmul`. Hand-written products are seen while the guard records in full
+    (the first iterations).
     """
 
     code = "GG002"
@@ -79,6 +93,17 @@ class NonDetachedTarget(Rule):
                     out.append(self._report(ctx, event, x, w, f"`{wname}=`",
                                             "a loss weight is a constant: computed from the "
                                             "predictions it needs .detach()"))
+        if event.written:
+            # a product softmax(t) * log_softmax(s) the user wrote: its probability side is a
+            # soft target when the gradient through it reaches parameters the prediction does
+            # not depend on (a teacher's, a peer network's). A distribution and the log of one
+            # made by the same parameters (an entropy term, R-Drop's two passes, a Jensen-Shannon
+            # term over a mixture of both networks) trains those parameters on purpose.
+            if not (x_rg and isinstance(t, torch.Tensor) and t.requires_grad
+                    and _other_network(x, _leaves(t))):
+                return None
+            return [self._report(ctx, event, x, t, "soft target", "a soft target is a constant to "
+                                 "fit: the gradient through it also trains the network that made it")]
         if isinstance(t, torch.Tensor) and t.requires_grad:
             if x_rg:
                 out.append(self._report(ctx, event, x, t, "target", "targets must be constants"))
@@ -95,9 +120,9 @@ class NonDetachedTarget(Rule):
 
     def _report(self, ctx: RuleContext, event: LossCall, x: object, t: torch.Tensor, role: str,
                 why: str, swapped: bool = False, severity: str | None = None) -> Finding:
-        leaves = [t] if t.grad_fn is None else [v for v in (leaf_of(n) for n in walk([t.grad_fn], 2000).nodes) if v is not None]
+        leaves = _leaves(t)
         subject = ctx.subject(t)
-        source = None if swapped else _source(t)
+        source = None if swapped else _source(t, ctx.creation)
         related = []
         if source is not None and leaves and _other_network(x, leaves) and _carries_all(source.value, leaves):
             # a target network, not the prediction's: its output inside the target is to detach
@@ -120,11 +145,17 @@ class NonDetachedTarget(Rule):
         if swapped:
             fix = (f"swap the arguments: {event.func}(prediction, target), with {name or 'the prediction'} first"
                    if name else f"swap the arguments: {event.func}(prediction, target)")
+        elif event.written:
+            fix = (f"use {name}.detach() in the product (where {name} enters it)" if name
+                   else "detach the probability side of the product")
         else:
             fix = (f"pass {name}.detach(), or build {name} under torch.no_grad()" if name
                    else f"pass the {role.strip('`=')}.detach(), or build it under torch.no_grad()")
         # a swap is made at the loss call; a detach where the target is made
-        related += ctx.fix_at(ctx.loc(event.site) if swapped else (subject.created_at or ctx.loc(event.site)),
+        # (a hand-written product: where the target enters it, since the tensor may train its own
+        # network elsewhere: `softmax(logit_S2.detach()) * log_softmax(...)`)
+        related += ctx.fix_at(ctx.loc(event.site) if swapped or event.written
+                              else (subject.created_at or ctx.loc(event.site)),
                               name, "swap" if swapped else "detach")
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
                             {"func": event.func, "role": role,
@@ -136,8 +167,16 @@ class NonDetachedTarget(Rule):
                                 highlight={1 if isinstance(x, torch.Tensor) else 0: ["target"]},
                                 labels={1 if isinstance(x, torch.Tensor) else 0: name} if name else None,
                                 creation=ctx.creation,
-                                entry=call_node("entry", f"{event.func}()", ctx.loc(event.site), ctx.iteration),
+                                entry=call_node("entry", "probability * log-probability" if event.written
+                                                else f"{event.func}()", ctx.loc(event.site), ctx.iteration),
                                 title=f"GG002: {name or 'the ' + role} requires grad"))
+
+
+def _leaves(t: torch.Tensor) -> list[torch.Tensor]:
+    """The requires-grad leaves behind `t` (`t` itself for a leaf)."""
+    if t.grad_fn is None:
+        return [t]
+    return [v for v in (leaf_of(n) for n in walk([t.grad_fn], 2000).nodes) if v is not None]
 
 
 def _other_network(x: object, leaves: list[torch.Tensor]) -> bool:
@@ -159,8 +198,9 @@ def _carries_all(source: object, leaves: list[torch.Tensor]) -> bool:
     return all(id(v) in mine for v in leaves)
 
 
-def _source(t: torch.Tensor) -> NameHit | None:
-    """The user's named tensor nearest to `t` inside `t`'s history (its breadth-first first), or None."""
+def _source(t: torch.Tensor, made: Callable[[torch.Tensor], Any] | None = None) -> NameHit | None:
+    """The user's named tensor nearest to `t` inside `t`'s history (its breadth-first first), or
+    None. `made` (ctx.creation) picks, among frames holding it by that name, one that made it."""
     if t.grad_fn is None:
         return None
     w = walk([t.grad_fn], 2000)
@@ -176,4 +216,13 @@ def _source(t: torch.Tensor) -> NameHit | None:
     hits = find_names(match)
     if not hits:
         return None
-    return min(hits, key=lambda h: order.get(id(h.value.grad_fn), 1 << 30))
+    best = min(hits, key=lambda h: order.get(id(h.value.grad_fn), 1 << 30))
+    if made is not None:
+        # the same tensor under the same name in an outer frame that made it (a helper's
+        # parameter `logit_S2` of the caller's `logit_S2 = net2(x)`): that frame dates it
+        where = made(best.value)
+        for h in hits:
+            if h.value is best.value and h.name == best.name and where and any(
+                    fr.file == h.frame.file and fr.function == h.frame.function for fr in where[0]):
+                return h
+    return best
