@@ -17,7 +17,8 @@ from ..capture.sites import is_internal_file
 from ..model import Frame, SourceLoc
 from .source import parsed
 
-__all__ = ["BuiltLayer", "layers_built_in_forward", "parameters_owner", "plain_layer_holders"]
+__all__ = ["BuiltLayer", "layers_built_in_forward", "parameters_owner", "plain_layer_holders",
+           "attribute_reads_in_forward"]
 
 MAX_LAYERS = 16  # constructions reported per model
 
@@ -131,6 +132,28 @@ def layers_built_in_forward(module: torch.nn.Module) -> list[BuiltLayer]:
         if out:
             break  # the most derived forward that builds layers
     out.sort(key=lambda b: b.loc.line)
+    return out[:MAX_LAYERS]
+
+
+def attribute_reads_in_forward(module: torch.nn.Module, attr: str) -> list[SourceLoc]:
+    """The lines of the module's own `forward` that read `self.<attr>` (a parameter the forward
+    should compute with: where a `.data` or a copy of it is taken), in source order."""
+    out: list[SourceLoc] = []
+    for fn in _user_methods(module, "forward"):
+        found = _function_node(fn)
+        if found is None:
+            continue
+        file, node = found
+        args = node.args.posonlyargs + node.args.args
+        if not args:
+            continue
+        me = args[0].arg
+        lines = sorted({n.lineno for n in ast.walk(node)
+                        if isinstance(n, ast.Attribute) and n.attr == attr
+                        and isinstance(n.value, ast.Name) and n.value.id == me
+                        and isinstance(n.ctx, ast.Load)})
+        out = [SourceLoc.from_frame(Frame(file, ln, fn.__name__)) for ln in lines]
+        break  # the most derived forward
     return out[:MAX_LAYERS]
 
 

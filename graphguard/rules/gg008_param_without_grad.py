@@ -11,6 +11,7 @@ import weakref
 from ..capture.weakmap import WeakIdMap
 from ..lookup.owners import find_owner, user_modules
 from ..events import BackwardDone, GradRead, GuardExit, ParamGroupAdded, StepCall, StepDone
+from ..lookup.layers import attribute_reads_in_forward
 from ..lookup.names import resolve
 from ..lookup.origins import origin_of
 from ..model import Finding, Related, SourceLoc
@@ -57,7 +58,16 @@ class ParamWithoutGrad(Rule):
     When the forward did compute with those parameters in the recorded iterations and only their
     output never reached the loss (a pretrained encoder's pooler under mean pooling, an extra
     head left unused, or a loss term left out), the finding is information, not a warning: the
-    program may well be correct, and the finding still names the module.
+    program may well be correct, and the finding still names the module. One parameter of a
+    module whose other parameters do get gradients (a prompt tensor the module's forward reads as
+    `self.prompt_param.data`) is named itself, with fix-at the lines of that forward that read it.
+
+    When no parameter the optimizer holds has a gradient at its step, another optimizer holds
+    them all too, and the backward before the step trained registered parameters that no
+    optimizer holds (a GAN's `optm_d` built over the generator again: the discriminator step
+    reaches the discriminator only), the optimizer is built over the wrong parameters: the finding says so, with fix-at the optimizer's
+    construction line first (the cut that keeps its parameters out, the D step's
+    `fake.detach()`, is the program's own and is still listed as cut-by).
 
     A step of an optimizer all of whose parameters are frozen (`requires_grad=False`) at that
     moment, after a backward, although it updated them at earlier steps, is a warning: the step
@@ -390,21 +400,72 @@ class ParamWithoutGrad(Rule):
         first = cuts[0]
         fix = fix_for_cut(first, name or "the parameter")
         line = first.site[0].line if first.site else "?"
+        why = f"its path to the loss is cut by {describe_op(first)} at line {line}"
         related = cut_related(ctx, cuts)
-        if first.site:
+        wrong = None if read else self._trains_unheld(ctx, event.optimizer)
+        if wrong is not None:
+            # The backward before this step reaches none of what the optimizer holds, and trains
+            # a model no optimizer holds (a GAN's second optimizer built over the generator
+            # again): the cut is the program's own (the D step's fake.detach()), the
+            # optimizer's construction is what to fix.
+            other, opt_name, built = wrong
+            why = (f"the backward before this step of {opt_name} reaches none of the parameters it "
+                   f"holds ({describe_op(first)} at line {line} cuts {name or 'them'} off), but trains "
+                   f"{other}, which no optimizer holds: {opt_name} is built over the wrong parameters")
+            fix = f"build {opt_name} over {other}.parameters()"
+            related = ctx.fix_at(built, opt_name, "optimizer") + related
+        elif first.site:
             related.append(Related("fix-at", None, describe_op(first), ctx.loc(first.site), first.iteration))
         related += [Related("no-gradient", ctx.name_of(q).name if ctx.name_of(q) else None, None,
                             ctx.subject(q).created_at) for q in params[1:4]]
         when = " (read as None after the backward)" if read else ""
         return self.finding(
             ctx, subject, ctx.loc(event.site), fix,
-            {"why": f"its path to the loss is cut by {describe_op(first)} at line {line}{when}",
+            {"why": f"{why}{when}",
              "op": describe_op(first), "line": line, "fix": fix,
              "name": display(name, "A parameter")},
             related,
             graph=cut_snapshot(ctx, cuts, params, f"GG008: {name or 'parameter'} gets no gradient",
                                entry_site=event.site,
                                entry_op=".grad read" if read else "optimizer.step()"))
+
+    def _trains_unheld(self, ctx: RuleContext, opt: Any) -> tuple[str, str, Any] | None:
+        """When no parameter `opt` holds has a gradient at its step, another optimizer holds them
+        all too, and the last backward reached registered parameters that no optimizer holds and
+        that now have one: (the user's name for the module holding those, the optimizer's name,
+        where it is built). Report time only (the last backward's leaves are kept while
+        recording)."""
+        if opt is None:
+            return None
+        mine = [q for g in opt.param_groups for q in g["params"]
+                if isinstance(q, torch.Tensor) and q.requires_grad]
+        if not mine or any(q.grad is not None for q in mine):
+            return None
+        # every one of them is also another optimizer's (`optm_d` built over the generator that
+        # `optm_g` holds): a copy of another optimizer, not one whose parameters a cut keeps out
+        others = [o for o in (r() for r, _ in list(self.opt_sites.entries.values()))
+                  if o is not None and o is not opt]
+        elsewhere = {id(q) for o in others for g in o.param_groups for q in g["params"]}
+        if not all(id(q) in elsewhere for q in mine):
+            return None
+        held = {id(q) for q in mine}
+        unheld = [v for v in (r() for r in self.last_leaves) if v is not None]
+        unheld = [v for v in unheld if isinstance(v, torch.nn.Parameter) and id(v) not in held
+                  and v.grad is not None and not ctx.is_optimized(v)]
+        if not unheld:
+            return None
+        hit = ctx.name_of(unheld[0])
+        label = hit.name.rsplit(".", 1)[0] if hit and "." in hit.name else None
+        owner = _owning_module(ctx, unheld, label)
+        if owner is not None:
+            other = owner[0]
+        elif label is not None:
+            other = label
+        else:
+            return None
+        opt_hit = ctx.name_of(opt)
+        return (other, opt_hit.name if opt_hit else "the optimizer",
+                ctx.loc(self.opt_sites.get(opt)))
 
     def _unreached(self, ctx: RuleContext, event: Any, params: list[torch.Tensor],
                    trainable: int) -> list[Finding]:
@@ -439,15 +500,33 @@ class ParamWithoutGrad(Rule):
         for label, members in groups[:4]:
             p = members[0]
             subject = ctx.subject(p, kind="parameter")
+            part_of = None  # the module whose other parameters do train, when it is named
+            read_at: list[Related] = []  # where that module's forward reads the parameter
             if trained is not None:
                 # the model the loss is computed from is not the one the optimizer holds
                 subject = replace(subject, name=trained[0], kind="module",
                                   created_at=origin_of(trained[1]) or subject.created_at)
             elif label is not None:
                 owner = ctx.frames() and _resolve_module(label)
-                subject = replace(subject, name=label, kind="module",
-                                  created_at=(origin_of(owner) if owner is not None else None)
-                                  or subject.created_at)
+                if owner is not None and not _covers(owner, members):
+                    # one parameter of a module whose other parameters train (a prompt tensor
+                    # the forward reads as `.data`): the parameter is what gets no gradient,
+                    # and the fix goes where the module's forward reads it
+                    part_of = label
+                    hit = ctx.name_of(p)
+                    subject = replace(subject, name=hit.name if hit else subject.name,
+                                      created_at=origin_of(p) or subject.created_at)
+                    attr = next((k for k, q in owner._parameters.items() if q is p), None)
+                    try:
+                        reads = attribute_reads_in_forward(owner, attr) if attr else []
+                    except Exception:  # wording only
+                        reads = []
+                    for loc in reads[:2]:
+                        read_at += ctx.fix_at(loc, f"self.{attr}", "compute with the parameter itself")
+                else:
+                    subject = replace(subject, name=label, kind="module",
+                                      created_at=(origin_of(owner) if owner is not None else None)
+                                      or subject.created_at)
             if subject.created_at is None:
                 subject = replace(subject, created_at=origin_of(p))
             name = subject.name
@@ -469,6 +548,13 @@ class ParamWithoutGrad(Rule):
                        "output never reaches the loss")
                 fix = (f"if {name or 'that output'} should train, add its output to the loss; "
                        f"otherwise leave it out of {opt_name} or freeze it with requires_grad_(False)")
+            elif part_of is not None:
+                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
+                       f"while the other parameters of {part_of} did: its forward does not use it, "
+                       "or uses its value without history (`.data`, `.detach()`, a copy)")
+                fix = (f"use {name or 'the parameter'} itself in the forward of {part_of} (not its "
+                       f".data, .detach() or a copy), or leave it out of {opt_name} "
+                       "(or freeze it with requires_grad_(False))")
             else:
                 why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
                        "while the other parameters did: the forward pass does not use it (a module "
@@ -476,7 +562,7 @@ class ParamWithoutGrad(Rule):
                 fix = (f"call {name or 'the module'} in forward, or leave it out of {opt_name} "
                        "(or freeze it with requires_grad_(False))")
             related = [Related("unreachable", ctx.name_of(q).name if ctx.name_of(q) else None, None,
-                               ctx.subject(q).created_at) for q in members[1:4]]
+                               ctx.subject(q).created_at) for q in members[1:4]] + read_at
             if made is not None:
                 related.append(Related("fix-at", opt_name, "optimizer", made))
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,

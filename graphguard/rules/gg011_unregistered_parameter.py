@@ -56,6 +56,9 @@ class _Group:
     trained: Any = None  # weakref
     severity: str | None = None
     existed: bool = False
+    # (weakref) an optimizer that stepped with no gradient in any parameter it holds while this
+    # module had gradients: the one built for it, over other parameters
+    meant: Any = None
 
 
 def _local_layer(use: Frame) -> tuple[str | None, SourceLoc | None]:
@@ -165,7 +168,10 @@ class UnregisteredParameter(Rule):
     parameter groups, judged by what the backward does: a backward that trains optimized
     parameters also reaches this module's parameters, applied to the trained activations (a
     metric head, a classifier inside the loss module, a projection head): an error; or the one
-    part of a model that a list of per-part parameter groups leaves out: a warning.
+    part of a model that a list of per-part parameter groups leaves out: a warning. When an
+    optimizer steps while none of the parameters it holds has a gradient, another optimizer
+    holds them all too, and such a module has one (a GAN's `optm_d` built over the generator
+    again), that optimizer is the one meant for the module: fix-at its construction line, "build it over the module's parameters".
 
     An optimizer built from a model that has no parameters at all (its layers are built inside
     `forward`, or kept in plain lists) is reported when it is constructed, before PyTorch raises
@@ -181,7 +187,9 @@ class UnregisteredParameter(Rule):
     `torch.autograd.grad`, are not reported; nor is anything when no optimizer is used at all.
     A module left out by a parameter group added mid-training, while it required grad, next to
     the layers that group added (staged unfreezing that keeps BatchNorm frozen) is a choice made
-    there: reported as info.
+    there: reported as info. A module whose first backward reaches nothing an optimizer holds
+    (a discriminator step run before the generator's, its optimizer built over the generator) is
+    judged then and not again: GG008's finding at that optimizer's step tells the story.
     """
 
     code = "GG011"
@@ -236,6 +244,7 @@ class UnregisteredParameter(Rule):
         elif isinstance(event, StepCall):
             self.stepped[event.optimizer] = True
             self._note_models(event.optimizer)
+            self._note_idle(event.optimizer)
             return self._judge(ctx, before=ctx.iteration, step=event.site)
         elif isinstance(event, GuardExit):
             return self._judge(ctx, before=None)
@@ -331,6 +340,33 @@ class UnregisteredParameter(Rule):
                     if (p.requires_grad and id(p) not in added and not ctx.is_optimized(p)
                             and p not in self.passed_over):
                         self.passed_over[p] = event.site
+
+    def _note_idle(self, opt: Any) -> None:
+        """An optimizer steps while no parameter it holds has a gradient, another optimizer holds
+        them all too, and a module left out of every optimizer has one (a GAN's `optm_d` built
+        over the generator again, stepped after the discriminator's backward): that optimizer
+        was meant for the module. Only while such
+        a module waits to be reported."""
+        pending = [g for g in self.groups.values()
+                   if g.how == "left-out" and not g.reported and g.meant is None]
+        if not pending:
+            return
+        mine = [q for grp in opt.param_groups for q in grp["params"]
+                if isinstance(q, torch.Tensor) and q.requires_grad]
+        if not mine or any(q.grad is not None for q in mine):
+            return
+        # ... and a copy of another optimizer's parameters (GG008 asks the same)
+        others = [o for o in (r() for r, _ in list(self.opt_sites.entries.values()))
+                  if o is not None and o is not opt]
+        elsewhere = {id(q) for o in others for grp in o.param_groups for q in grp["params"]}
+        if not all(id(q) in elsewhere for q in mine):
+            return
+        for g in pending:
+            if any(v is not None and v.grad is not None for v in (r() for r in g.leaves)):
+                try:
+                    g.meant = weakref.ref(opt)
+                except TypeError:  # an optimizer that cannot be weakly referenced
+                    return
 
     def _note_birth(self, event: InplaceOp, ctx: RuleContext) -> None:
         # nn.Linear & co. initialise their new Parameters in place under no_grad: the first such
@@ -588,10 +624,18 @@ class UnregisteredParameter(Rule):
                 root_path = path_name.split(".")[0]
                 name = python_path(root_path, path) if g.names and "." in g.names[0] else path_name
         opt, opt_name, opt_site = self._optimizer_of(ctx, g)
+        meant = g.meant() if g.meant is not None else None
+        if made is None and top is not None and name:
+            # `self.discriminator` named in a method of the object that built it in __init__
+            made = ctx.origin(top, resolve(name))
         subject = Subject(name, "module", g.summary, made or ctx.loc(g.born), g.iteration)
         what = name or "the module"
         why = (f" (it is in none of {opt_name}'s parameter groups" +
                (", although it existed when the optimizer was built)" if g.existed else ")"))
+        if meant is not None and meant is opt:
+            why = (f" (it is in no optimizer's parameter groups; {opt_name} steps while none of "
+                   "the parameters it holds has a gradient and this module has one: it is built "
+                   "over other parameters)")
         severity = g.severity
         passed = [self.passed_over.get(v) for v in leaves]
         if leaves and all(s is not None for s in passed):
@@ -605,6 +649,8 @@ class UnregisteredParameter(Rule):
         fix = (f"give it to the optimizer: list {what}.parameters() where {opt_name} is built, or "
                f"{opt_name}.add_param_group({{'params': {what}.parameters()}}); to leave it "
                f"untrained on purpose, freeze it: {what}.requires_grad_(False)")
+        if meant is not None and meant is opt:
+            fix = f"build {opt_name} over {what}.parameters()"
         backward = ctx.loc(g.backward)
         related = [Related("reached-by", None, "backward", backward, g.iteration)]
         related += ctx.fix_at(opt_site, opt_name, "optimizer")
@@ -617,6 +663,10 @@ class UnregisteredParameter(Rule):
         """The optimizer that holds the parameters the group's backward trained: (optimizer, its
         name, where it was given its parameters)."""
         trained = g.trained() if g.trained is not None else None
+        meant = g.meant() if g.meant is not None else None
+        if meant is not None and self.opt_sites.get(meant) is not None:
+            hit = ctx.name_of(meant)
+            return meant, hit.name if hit else "the optimizer", self.opt_sites.get(meant)
         found = None
         for ref, site in list(self.opt_sites.entries.values()):
             opt = ref()
