@@ -9,6 +9,8 @@ import torch
 
 from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, BackwardDone, GradRead, InplaceOp, ParamGroupAdded, StepCall, StepDone
+from ..lookup.names import find_names
+from ..lookup.owners import find_owner
 from ..model import Finding, Related, Site, Subject
 from .base import Rule, display
 from .context import RuleContext
@@ -62,6 +64,10 @@ class MissingZeroGrad(Rule):
         optimizer.step()
     ```
     Gradient accumulation on purpose (several backwards, one step, then zero) is not reported.
+    A manual update of a parameter that the user's model registers (a hand-written optimizer's
+    loop, `v.value.sub_(...)` over Keras-style variables) names the model (`model`, as held
+    outside its own methods), whose gradients nothing clears: `model.zero_grad()` before the
+    backward is the fix, not the loop variable's.
 
     ## Known problems
     A gradient zeroed through `.data` (`p.grad.data.zero_()`) is recognised by its value, so a
@@ -101,6 +107,7 @@ class MissingZeroGrad(Rule):
         self.last_backward: Site | None = None
         self.cleared_at: Site | None = None
         self.cleared_reported: WeakIdMap[bool] = WeakIdMap()
+        self.models_reported: WeakIdMap[bool] = WeakIdMap()  # models told about manual updates
 
     def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, BackwardCall):
@@ -316,10 +323,25 @@ class MissingZeroGrad(Rule):
             return None
         state = self.states.get(leaf)
         if state is not None and state.onto is not None and state.grad() is leaf.grad:
-            subject = ctx.subject(leaf)
-            name = subject.name
-            fix = (f"zero it after the update: {name}.grad.zero_()  (or {name}.grad = None)" if name
-                   else "zero the gradient after each update: w.grad.zero_()  (or w.grad = None)")
+            model = self._model_of(leaf, ctx)
+            if model is not None:
+                # a parameter of the user's model, updated by a hand-written optimizer's loop
+                # (`v.value.sub_(...)` over Keras-style variables): the model's gradients are
+                # what nothing clears, and `model.zero_grad()` is the fix
+                module, subject = model
+                if module in self.models_reported:
+                    self._set_onto(state, None)
+                    self.states.pop(leaf)
+                    return None
+                self.models_reported[module] = True
+                name = subject.name
+                fix = (f"zero the model's gradients before each backward: {name}.zero_grad()  "
+                       "(or set each parameter's .grad to None after the update)")
+            else:
+                subject = ctx.subject(leaf)
+                name = subject.name
+                fix = (f"zero it after the update: {name}.grad.zero_()  (or {name}.grad = None)" if name
+                       else "zero the gradient after each update: w.grad.zero_()  (or w.grad = None)")
             found = self._finding(ctx, subject, event.site, state, fix, "is updated from gradients", "")
             self._set_onto(state, None)
             self.states.pop(leaf)
@@ -329,6 +351,23 @@ class MissingZeroGrad(Rule):
         if state is not None:
             state.manual = True
         return None
+
+    @staticmethod
+    def _model_of(leaf: torch.Tensor, ctx: RuleContext) -> tuple[Any, Subject] | None:
+        """The user's model that registers `leaf` as a parameter, and its subject (the name the
+        user holds it by outside its own methods when there is one: `model`, not `self`); None
+        for a tensor no module of the user's registers (`w` of a hand-written regression).
+        Report time only."""
+        owner = find_owner(leaf)
+        if owner is None or owner.how != "registered":
+            return None
+        module = owner.root
+        hits = [h for h in find_names(lambda v: v is module) if h.name != "self"]
+        hit = hits[0] if hits else None
+        name = hit.name if hit else owner.path.split(".", 1)[0].split("[", 1)[0]
+        n = sum(1 for q in module.parameters() if q.requires_grad)
+        return module, Subject(name, "module", f"{type(module).__name__}, {n} trainable parameter(s)",
+                               ctx.origin(module, hit), None)
 
     def _leaf_written(self, t: torch.Tensor, ctx: RuleContext) -> torch.Tensor | None:
         if t.requires_grad:
