@@ -57,3 +57,19 @@ def test_a_module_names_its_parameter(found: str, offender: str) -> None:
 ])
 def test_a_module_does_not_name_others(found: str, offender: str) -> None:
     assert not same_name(found, offender, kind="module")
+
+
+def test_a_clean_program_graphguard_breaks_is_a_false_alarm() -> None:
+    from accuracy import Outcome, _alarm_text, _score_graphguard
+
+    clean = {"file": "clean/x.py", "clean": True}
+    quiet = Outcome("clean/x.py", "graphguard", "ok", 0.0)
+    _score_graphguard(clean, {"findings": [{"code": "GG103", "severity": "info"}]}, quiet, Path("."))
+    assert not quiet.alarm
+    broken = Outcome("clean/x.py", "graphguard", "raised", 0.0)
+    _score_graphguard(clean, {"findings": []}, broken, Path("."))
+    assert broken.alarm
+    assert _alarm_text(broken) == "raised under graphguard"
+    warned = Outcome("clean/x.py", "graphguard", "ok", 0.0)
+    _score_graphguard(clean, {"findings": [{"code": "GG008", "severity": "warning"}]}, warned, Path("."))
+    assert warned.alarm and _alarm_text(warned) == "GG008"
