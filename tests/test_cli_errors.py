@@ -311,3 +311,34 @@ def test_subprocess_bad_inputs(in_tmp: Path) -> None:
         p = _python_m(*argv, cwd=in_tmp)
         assert p.returncode == 2, (argv, p.stderr)
         assert needle in one_error_line(p.stderr), argv
+
+
+# ---- fix: the program's folder is copied for every verification run ------------------------------
+def test_fix_refuses_a_folder_too_large_to_copy(capsys: pytest.CaptureFixture, in_tmp: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphguard.fix import verify
+
+    monkeypatch.setattr(verify, "MAX_COPY_FILES", 20)
+    for i in range(25):
+        (in_tmp / f"data_{i}.txt").write_text("x")
+    write("train.py", STALE.format(payload=""))
+    rc, _, err = cli(capsys, "fix", "train.py")
+    assert rc == 2
+    line = one_error_line(err)
+    assert str(in_tmp) in line and "20" in line
+
+
+def test_fix_copy_leaves_out_scratch_folders(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a script saved in the temp directory itself: the scratch copy is made there too, and copying
+    # the folder into itself recursed until the path was too long
+    import tempfile
+
+    from graphguard.fix import verify
+
+    monkeypatch.setattr(tempfile, "tempdir", str(in_tmp))
+    write("train.py", STALE.format(payload=""))
+    prog = verify.Program(str(in_tmp), ".", "train.py", None, [], 2, 120.0)
+    result = verify.run(prog, {})
+    assert result.ok
+    assert "GG003" in [f.get("code") for f in result.findings]
+    assert verify.copy_too_large(str(in_tmp)) is None

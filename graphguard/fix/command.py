@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .candidates import RANK, candidates_for, subject_name
-from .verify import (Edits, Program, apply_edits, edits_of, gone, iteration_of, judge, key, merge,
+from .verify import (Edits, copy_too_large, Program, apply_edits, edits_of, gone, iteration_of, judge, key, merge,
                      present, run, size, unified)
 
 
@@ -71,6 +71,13 @@ def _program(opts: Options) -> tuple[Program, dict[str, str]]:
             compile(prog.read(os.path.basename(path)) or "", opts.script, "exec", dont_inherit=True)
         except SyntaxError as err:
             raise FixUsageError(f"{opts.script}:{err.lineno}: syntax error: {err.msg}") from None
+
+    too_large = copy_too_large(prog.root)
+    if too_large:
+        # every verification run copies this folder: a script saved in a home or download folder
+        # would copy all of it, again and again
+        raise FixUsageError(f"the folder of the program, {prog.root}, holds {too_large}; fix copies it for "
+                            "every verification run: move the program into a folder of its own")
 
     def show(rel: str) -> str:
         p = os.path.join(prog.root, rel)

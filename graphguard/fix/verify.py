@@ -20,8 +20,39 @@ from typing import Any
 
 from .candidates import SILENT, Candidate, subject_name
 
+# what a scratch copy of the program's folder leaves out; "graphguard-fix-*" is the scratch folder
+# itself (and another fix's), met when the script's folder is the temp directory: copying it into
+# itself recursed until "File name too long"
+SCRATCH_PREFIX = "graphguard-fix-"
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "venv", "graphguard-report",
-                                 "node_modules", ".mypy_cache", ".pytest_cache", "*.pyc")
+                                 "node_modules", ".mypy_cache", ".pytest_cache", "*.pyc",
+                                 SCRATCH_PREFIX + "*")
+# a program folder larger than this is not copied for every verification run (a script saved in
+# a home or download folder): the user is asked to move it into a folder of its own
+MAX_COPY_FILES = 5_000
+MAX_COPY_BYTES = 200 * 1024 * 1024
+
+
+def copy_too_large(root: str) -> str | None:
+    """Why `root` is too large to copy for each verification run ("12,000+ files"), or None.
+    Walks with the copy's own ignore list and stops as soon as a limit is passed."""
+    files = size = 0
+    for here, dirs, names in os.walk(root):
+        skipped = _IGNORE(here, dirs + names)
+        dirs[:] = [d for d in dirs if d not in skipped and not os.path.islink(os.path.join(here, d))]
+        for name in names:
+            if name in skipped:
+                continue
+            files += 1
+            try:
+                size += os.lstat(os.path.join(here, name)).st_size
+            except OSError:
+                continue
+            if files > MAX_COPY_FILES:
+                return f"more than {MAX_COPY_FILES:,} files"
+            if size > MAX_COPY_BYTES:
+                return f"more than {MAX_COPY_BYTES // (1024 * 1024)} MB"
+    return None
 SEVERE = ("error", "warning")
 
 Edit = tuple[int, int, tuple[str, ...]]   # replace original lines [i1, i2) (0-based) by these
@@ -191,7 +222,7 @@ _server = _Server()
 def run(prog: Program, edits: Edits, steps: int | None = None) -> Result:
     """The program, patched by `edits`, in a scratch copy, under the guard (collect mode), cut after
     `steps` optimizer steps (`prog.max_steps` by default)."""
-    with tempfile.TemporaryDirectory(prefix="graphguard-fix-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
         root = os.path.join(tmp, "program")
         shutil.copytree(prog.root, root, ignore=_IGNORE, symlinks=True)
         for file, es in edits.items():
