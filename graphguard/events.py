@@ -50,6 +50,9 @@ class LossCall(Event):
     # a product the user wrote, probability (target) times log-probability (input), rather than
     # a loss function's call (NOTE [hand-written soft targets] in capture/ops.py)
     written: bool = False
+    # for a KL written out (`p * (log p - log q)`): the node of the prediction's side (q's) inside
+    # `input`, whose leaves are the prediction's; None when `input` is the prediction itself
+    input_node: Any = None
 
 
 @dataclass

@@ -53,6 +53,11 @@ if hasattr(torch, "asarray"):
 # are (the op that made each factor, seen through sign, scalar scaling, clamping and shape ops),
 # never by how the user spelled it. A product of a distribution and its own log (an entropy) is
 # no target and is dropped here; whose parameters the two sides reach is the rule's question.
+# A KL written as `p * (log p - log q)` or `p * log(p / q)` is the same product with the log of
+# the target's own distribution folded in: its other factor is a difference (ratio) of two logs
+# (probabilities), one of the target's distribution, the other of another one. The prediction is
+# then that other side alone, not the whole factor (which depends on the target's parameters
+# too): its graph node is handed on, and the rule judges by the leaves behind it.
 PRODUCT_OPS = frozenset({"mul", "__mul__", "__rmul__"})
 _PROB_NODES = frozenset({"SoftmaxBackward0", "SigmoidBackward0"})
 _LOGP_NODES = frozenset({"LogSoftmaxBackward0", "LogSigmoidBackward0"})
@@ -112,10 +117,53 @@ def _logp_node(node: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any] | None:
-    """For the two factors of a product: (soft target, prediction) when one is a probability and
-    the other the log-probability of another distribution (NOTE [hand-written soft targets]),
-    else None. Both must carry history. Cheap: a few node type names."""
+def _same_logits(a: Any, b: Any) -> bool:
+    """Whether two logits nodes are the same distribution's (`t / T` computed twice counts)."""
+    return a is b or (a is not None and b is not None and _through(a) is _through(b))
+
+
+def _two_inputs(node: Any, kind: str) -> tuple[Any, Any] | None:
+    """The two inputs (both with history) of a binary op node of type `kind`, else None."""
+    if node is None or type(node).__name__ != kind:
+        return None
+    inner = [n for n, _ in node.next_functions if n is not None]
+    return (inner[0], inner[1]) if len(inner) == 2 else None
+
+
+def _kl_other_side(node: Any, logits: Any) -> Any:
+    """For the second factor of a KL written out (`log p - log q`, `log(p / q)`, or the reverse
+    sign), where `logits` is the target p's: the node of the other distribution's side (q's log
+    or probability node), else None. One side must be p's own distribution, the other not."""
+    node = _through(node)
+    sides = _two_inputs(node, "SubBackward0")
+    if sides is not None:
+        found = [_logp_node(n) for n in sides]
+        if found[0] is None or found[1] is None:
+            return None
+        nodes = [lp[0] for lp in found]
+        own = [_same_logits(lp[1], logits) for lp in found]
+    else:
+        if type(node).__name__ not in ("LogBackward0", "Log2Backward0", "Log10Backward0"):
+            return None
+        sides = _two_inputs(_through(_input_of(node)), "DivBackward0")
+        if sides is None:
+            return None
+        nodes = [_prob_node(n) for n in sides]
+        if nodes[0] is None or nodes[1] is None:
+            return None
+        own = [_same_logits(_input_of(n), logits) for n in nodes]
+    if own[0] == own[1]:
+        return None  # neither side is the target's distribution, or both are (a zero)
+    return nodes[1] if own[0] else nodes[0]
+
+
+def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any, Any] | None:
+    """For the two factors of a product: (soft target, prediction, prediction node) when one is a
+    probability and the other the log-probability of another distribution, or a difference or
+    ratio of the logs of the target's distribution and another one (a KL written out; NOTE
+    [hand-written soft targets]), else None. The prediction node is None when the prediction is
+    the whole factor, else the node of the other distribution inside it. Both must carry
+    history. Cheap: a few node type names."""
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
             and a.requires_grad and b.requires_grad):
         return None
@@ -128,11 +176,14 @@ def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any] | None:
             continue
         lp = _logp_node(gx)
         if lp is None:
+            other = _kl_other_side(gx, _input_of(p))
+            if other is not None:
+                return t, x, other
             continue
         # an entropy: the log of the same distribution (the same logits below both)
         if lp[1] is _input_of(p):
             return None
-        return t, x
+        return t, x, None
     return None
 
 

@@ -167,7 +167,7 @@ class Recorder:
             pair = soft_target_pair(tensors[0], tensors[1])
             if pair is not None:
                 dispatch(LossCall(self.site(), "a hand-written cross-entropy", pair[1], pair[0],
-                                  written=True))
+                                  written=True, input_node=pair[2]))
         elif func in COPY_FUNCS and args:
             # `batch.new_tensor(data)`: args[0] is `batch` (dtype and device only), data is next
             data = (args[1] if len(args) > 1 else kwargs.get("data")) if func is torch.Tensor.new_tensor else args[0]

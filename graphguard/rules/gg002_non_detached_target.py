@@ -61,17 +61,23 @@ class NonDetachedTarget(Rule):
     `S(logit_S2) * LS(perturbed_logit_S1)`). Its probability side is the soft target; it is
     reported when its gradient reaches parameters the log-probability side does not depend on
     (a teacher's, a peer network's), at the product's line, where the fix (`.detach()` of the
-    target there) goes.
+    target there) goes. KL divergences written with the target's own log folded in count too:
+    `p * (log p - log q)` (either sign, `log_softmax` or `torch.log` of a probability on each
+    side) and `p * torch.log(p / q)`; the prediction judged is then q's side alone, since the
+    difference as a whole also depends on p's parameters.
 
     ## Known problems
     When the prediction does not require grad because it was detached from a graph and the target
     does (VQ-VAE's commitment loss `F.mse_loss(quantized.detach(), z)`), the roles are swapped on
     purpose and the rule stays quiet. A hand-written product whose two sides come from the same
     parameters (an entropy term, R-Drop's two dropout passes, a Jensen-Shannon term over a mixture
-    of both networks) trains them on purpose and is not reported; nor are products written as
-    `p * (log p - log q)` (a difference of logs is not recognised as one log-probability), or
-    through `einsum`/`matmul`. Hand-written products are seen while the guard records in full
-    (the first iterations).
+    of both networks) trains them on purpose and is not reported; nor are products written
+    through `einsum`/`matmul`, `torch.xlogy`, or a KL whose `log p` comes from a second forward
+    pass of the teacher rather than from the same logits as `p` (its two sides are then not
+    recognised as one distribution). A target detached as the probability but not inside its
+    log (`p.detach() * (p.log() - log_q)`) still sends gradient to its network through the log
+    and is not reported. Hand-written products are seen while the guard records in full (the
+    first iterations).
     """
 
     code = "GG002"
@@ -99,8 +105,10 @@ class NonDetachedTarget(Rule):
             # not depend on (a teacher's, a peer network's). A distribution and the log of one
             # made by the same parameters (an entropy term, R-Drop's two passes, a Jensen-Shannon
             # term over a mixture of both networks) trains those parameters on purpose.
+            # A KL written out (`p * (log p - log q)`): the factor also holds log p, so the
+            # prediction judged is q's side inside it (event.input_node), not the whole factor.
             if not (x_rg and isinstance(t, torch.Tensor) and t.requires_grad
-                    and _other_network(x, _leaves(t))):
+                    and _other_network(x, _leaves(t), event.input_node)):
                 return None
             return [self._report(ctx, event, x, t, "soft target", "a soft target is a constant to "
                                  "fit: the gradient through it also trains the network that made it")]
@@ -124,7 +132,8 @@ class NonDetachedTarget(Rule):
         subject = ctx.subject(t)
         source = None if swapped else _source(t, ctx.creation)
         related = []
-        if source is not None and leaves and _other_network(x, leaves) and _carries_all(source.value, leaves):
+        if (source is not None and leaves and _other_network(x, leaves, event.input_node)
+                and _carries_all(source.value, leaves)):
             # a target network, not the prediction's: its output inside the target is to detach
             subject = ctx.subject(source.value, hit=source)
             made = subject.created_at
@@ -145,6 +154,11 @@ class NonDetachedTarget(Rule):
         if swapped:
             fix = (f"swap the arguments: {event.func}(prediction, target), with {name or 'the prediction'} first"
                    if name else f"swap the arguments: {event.func}(prediction, target)")
+        elif event.written and event.input_node is not None:
+            # a KL written out: the target is in the product twice (p and log p)
+            fix = (f"detach {name} for both the probability and its log in the product (a "
+                   f"detached probability alone still sends gradient through the log)" if name
+                   else "detach the target distribution for both the probability and its log")
         elif event.written:
             fix = (f"use {name}.detach() in the product (where {name} enters it)" if name
                    else "detach the probability side of the product")
@@ -179,12 +193,16 @@ def _leaves(t: torch.Tensor) -> list[torch.Tensor]:
     return [v for v in (leaf_of(n) for n in walk([t.grad_fn], 2000).nodes) if v is not None]
 
 
-def _other_network(x: object, leaves: list[torch.Tensor]) -> bool:
+def _other_network(x: object, leaves: list[torch.Tensor], node: Any = None) -> bool:
     """Whether the target's requires-grad leaves are none of the prediction's (a separate target
-    network), rather than the prediction's own parameters."""
-    if not isinstance(x, torch.Tensor) or x.grad_fn is None:
-        return True
-    mine = {id(v) for v in (leaf_of(n) for n in walk([x.grad_fn], 2000).nodes) if v is not None}
+    network), rather than the prediction's own parameters. `node`, when given, is the
+    prediction's graph node inside `x` (q's side of a log difference `log p - log q`): the
+    prediction's leaves are the ones behind it."""
+    if node is None:
+        if not isinstance(x, torch.Tensor) or x.grad_fn is None:
+            return True
+        node = x.grad_fn
+    mine = {id(v) for v in (leaf_of(n) for n in walk([node], 2000).nodes) if v is not None}
     return not any(id(v) in mine for v in leaves)
 
 
