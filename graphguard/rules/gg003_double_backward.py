@@ -43,7 +43,10 @@ class DoubleBackward(Rule):
     ## Known problems
     Two backward calls on one line inside an inner loop are judged as iterations (GG001), except
     a loop over several optimizers of one training step (peer models each stepping its own
-    optimizer) while the guard judges those steps in full.
+    optimizer) while the guard judges those steps in full. A backward from another line after an
+    optimizer step that began a new training step (`loss.backward(); opt.step(); loss.backward()`)
+    runs an earlier iteration's graph: GG001, unless the two losses were built together; a step
+    the guard skimmed (light mode) or an iteration ended by `guard.step()` leaves it GG003.
     """
 
     code = "GG003"
@@ -74,6 +77,12 @@ class DoubleBackward(Rule):
             return None
         if a.same_call_line and not a.built_together \
                 and not self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized):
+            return None
+        if not a.same_call_line and not a.built_together \
+                and self.steps.later_round(a, event.scan, ctx.iteration, ctx.is_optimized):
+            # another line's backward freed it, but an optimizer step of a later training step
+            # came between (`loss.backward(); opt.step(); loss.backward()`): this backward runs a
+            # graph of an earlier iteration, GG001's
             return None
         if unreset_accumulator(event, a, ctx) is not None:
             return None  # the loss variable itself carries the freed graph: GG001's
