@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..events import BackwardCall, StepCall
-from ..lookup.assigned import name_where_made
+from ..lookup.assigned import cached_attribute, name_where_made
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
 from .shared.accumulator import unreset_accumulator
@@ -95,9 +95,17 @@ class DoubleBackward(Rule):
                 ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
         name = subject.name
         first = ctx.loc(a.mark.site) if a.mark else None
-        shared = f"{name}.detach()" if name else ".detach() on the shared tensor"
-        fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
-               f"backward, or use {shared} where the second loss must not reach it")
+        cache = cached_attribute(name, node)
+        if cache is not None:
+            # a library object that computed the shared tensor once and keeps it (a distribution's
+            # logits) has no .detach(), and one made again from the same input still shares its graph
+            fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
+                   f"backward: {name} computed its {cache} once and keeps them, so both losses run "
+                   "through that graph")
+        else:
+            shared = f"{name}.detach()" if name else ".detach() on the shared tensor"
+            fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
+                   f"backward, or use {shared} where the second loss must not reach it")
         related = [Related("consumed-by", None, "backward", first, a.mark.iteration if a.mark else None)]
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"first_line": first.line if first else "?", "fix": fix,
