@@ -227,3 +227,34 @@ def test_a_leaf_made_trainable_by_requires_grad_is_dated_by_the_line_that_made_i
     assert lines["offset"] == _line(here, "offset = torch.tensor([0.1")
     assert lines["both"] == _line(here, "both = torch.zeros(4).requires_grad_()")
     assert _gg010_created_lines(lambda: _Fit().run())["self.scale"] == _line(here, "self.scale = torch.full(")
+
+
+def test_library_cache_is_named_by_its_holder():
+    """A tensor a library object computed and keeps for itself (a distribution's lazy logits) is
+    named by that object as the code holds it; a property the user wrote, or an attribute the user
+    set, keeps its own name."""
+    import functools
+
+    from torch.distributions import Bernoulli
+
+    from graphguard.lookup.assigned import cache_owner, cached_attribute
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w * 1.0
+
+        @functools.cached_property
+        def feats(self):
+            return self.w * 2
+
+    p = torch.tensor(0.3, requires_grad=True)
+    pi = Bernoulli(p)
+    pi.log_prob(torch.tensor(1.0))  # computes pi's logits and keeps them
+    h = Holder(p)
+    h.feats
+    assert cache_owner("pi.logits") == ("pi", "logits")
+    assert cached_attribute("pi", pi.logits.grad_fn) == "logits"
+    assert cache_owner("h.feats") is None
+    assert cache_owner("h.w") is None
+    assert cached_attribute("h", h.feats.grad_fn) is None
+    assert cache_owner("p") is None

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import ast
 import linecache
+import os
 import re
+import sys
+import sysconfig
+import types
 from typing import Any, Iterable
 
 import torch
@@ -19,7 +23,8 @@ from .names import find_names, live_user_frames, resolve
 from .source import enclosing_scope
 
 __all__ = ["assigned_target", "written_name", "name_where_made", "kept_attribute", "stored_into", "stored_entry",
-           "split_source", "stored_by_method"]
+           "split_source", "stored_by_method", "cache_owner",
+           "cached_attribute"]
 
 _TREES: dict[str, tuple[int, ast.Module | None]] = {}
 
@@ -197,7 +202,9 @@ def _held_by_call(target: tuple[str, Frame], node: Any, hits: list) -> str | Non
     """The live name of a node made inside a library call at a creation line whose target is not
     that tensor: `l1 = 2 * pi.log_prob(v)` (a distribution computes its logits there and keeps
     them as `pi.logits`; `l1` is a product of them), `dist = Categorical(probs=p)` (the
-    normalized `dist.probs`; `dist` is no tensor). None when the target may be the tensor."""
+    normalized `dist.probs`; `dist` is no tensor). A value the library computed and keeps for
+    itself is named by the object holding it, as the user's code names it (`pi`, `dist`:
+    `cache_owner`). None when the target may be the tensor."""
     if not hits:
         return None
     name, fr = target
@@ -209,9 +216,75 @@ def _held_by_call(target: tuple[str, Frame], node: Any, hits: list) -> str | Non
         if not _computed_from(value, node):
             return None
         held = [h for h in hits if h.scope == "attribute"] or hits
-        return held[0].name
+        return _by_owner(held[0].name)
     owned = [h for h in hits if h.name.startswith(name + ".")]
-    return owned[0].name if owned else None
+    return _by_owner(owned[0].name) if owned else None
+
+
+def _by_owner(name: str) -> str:
+    owner = cache_owner(name)
+    return owner[0] if owner is not None else name
+
+
+def cache_owner(name: str | None) -> tuple[str, str] | None:
+    """(`pi`, `logits`) for the live name `pi.logits` when that attribute is a value a library
+    class computes itself and keeps on its instance, not one the user's code names: a Bernoulli
+    made from probabilities computes its logits inside the first `log_prob` (torch.distributions'
+    `lazy_property`) and keeps them, so the user knows that tensor only as part of `pi`, the object
+    their code holds. The attribute is a non-data descriptor of the object's class (a lazy or cached
+    property, shadowed by the value in the instance's `__dict__`), and the class defining it lives
+    in a library (torch, the standard library, site-packages), not in the user's files (a property
+    the user wrote has the name they gave it). None otherwise. Wording only."""
+    if not name:
+        return None
+    m = re.fullmatch(r"(.+)\.(\w+)", name)
+    if m is None:
+        return None
+    owner, attr = m.groups()
+    hit = resolve(owner)
+    if hit is None:
+        return None
+    obj = hit.value
+    if isinstance(obj, (torch.Tensor, torch.nn.Module)):
+        return None
+    d = getattr(obj, "__dict__", None)
+    if not isinstance(d, dict) or attr not in d:
+        return None
+    for klass in type(obj).__mro__:
+        desc = vars(klass).get(attr)
+        if desc is None:
+            continue
+        kind = type(desc)
+        if isinstance(desc, (types.FunctionType, staticmethod, classmethod, property)) \
+                or not hasattr(kind, "__get__") or hasattr(kind, "__set__") or hasattr(kind, "__delete__"):
+            return None  # a method, a data descriptor, a plain class attribute: not a cache
+        file = getattr(sys.modules.get(klass.__module__), "__file__", None)
+        return (owner, attr) if file and _library_file(file) else None
+    return None
+
+
+def cached_attribute(owner: str | None, node: Any) -> str | None:
+    """The attribute (`logits`) under which the object the user holds as `owner` (`pi`) keeps the
+    tensor whose grad_fn is `node`, when that attribute is a library's cache (`cache_owner`); None
+    when `owner` holds no such cache (a tensor, a module, a user's object). Wording only."""
+    if not owner:
+        return None
+    hit = resolve(owner)
+    d = getattr(hit.value, "__dict__", None) if hit is not None else None
+    if not isinstance(d, dict) or isinstance(hit.value, (torch.Tensor, torch.nn.Module)):
+        return None
+    for attr, v in list(d.items()):
+        if isinstance(v, torch.Tensor) and v.grad_fn is node and cache_owner(f"{owner}.{attr}") is not None:
+            return attr
+    return None
+
+
+def _library_file(file: str) -> bool:
+    if is_internal_file(file):
+        return True
+    path = os.path.realpath(file)
+    libs = {sysconfig.get_paths().get(k) for k in ("purelib", "platlib")} - {None}
+    return any(path.startswith(os.path.realpath(p) + os.sep) for p in libs)
 
 
 def _computed_from(t: torch.Tensor, node: Any) -> bool:

@@ -94,8 +94,13 @@ class StaleGraph(Rule):
             # variable itself was never reset: a stale accumulator, ours); with a retained graph
             # it is a deliberate second backward (a GAN generator step reusing D's output), whose
             # only danger, weights stepped in between, is GG005's.
+            # A freed part another line's backward consumed before an optimizer step of a later
+            # training step (`loss.backward(); opt.step(); loss.backward()`) is an earlier
+            # iteration's graph: ours, as when one line runs twice (unless the two losses were
+            # built together: two losses of one batch, each with its own step, GG003's)
             acc = unreset_accumulator(event, a, ctx) if a.kind == "freed" else None
-            if acc is None:
+            if acc is None and not (a.kind == "freed" and not a.built_together and self.steps.later_round(
+                    a, event.scan, ctx.iteration, ctx.is_optimized)):
                 return None
         consumed = ctx.loc(a.mark.site) if a.mark else None
         earlier = f"the backward at line {consumed.line}" if consumed else "an earlier backward"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..events import BackwardCall, StepCall
-from ..lookup.assigned import name_where_made
+from ..lookup.assigned import cached_attribute, name_where_made
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
 from .shared.accumulator import unreset_accumulator
@@ -43,7 +43,10 @@ class DoubleBackward(Rule):
     ## Known problems
     Two backward calls on one line inside an inner loop are judged as iterations (GG001), except
     a loop over several optimizers of one training step (peer models each stepping its own
-    optimizer) while the guard judges those steps in full.
+    optimizer) while the guard judges those steps in full. A backward from another line after an
+    optimizer step that began a new training step (`loss.backward(); opt.step(); loss.backward()`)
+    runs an earlier iteration's graph: GG001, unless the two losses were built together; a step
+    the guard skimmed (light mode) or an iteration ended by `guard.step()` leaves it GG003.
     """
 
     code = "GG003"
@@ -75,6 +78,12 @@ class DoubleBackward(Rule):
         if a.same_call_line and not a.built_together \
                 and not self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized):
             return None
+        if not a.same_call_line and not a.built_together \
+                and self.steps.later_round(a, event.scan, ctx.iteration, ctx.is_optimized):
+            # another line's backward freed it, but an optimizer step of a later training step
+            # came between (`loss.backward(); opt.step(); loss.backward()`): this backward runs a
+            # graph of an earlier iteration, GG001's
+            return None
         if unreset_accumulator(event, a, ctx) is not None:
             return None  # the loss variable itself carries the freed graph: GG001's
         node = event.scan.nodes[a.marked_boundary]
@@ -86,9 +95,17 @@ class DoubleBackward(Rule):
                 ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
         name = subject.name
         first = ctx.loc(a.mark.site) if a.mark else None
-        shared = f"{name}.detach()" if name else ".detach() on the shared tensor"
-        fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
-               f"backward, or use {shared} where the second loss must not reach it")
+        cache = cached_attribute(name, node)
+        if cache is not None:
+            # a library object that computed the shared tensor once and keeps it (a distribution's
+            # logits) has no .detach(), and one made again from the same input still shares its graph
+            fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
+                   f"backward: {name} computed its {cache} once and keeps them, so both losses run "
+                   "through that graph")
+        else:
+            shared = f"{name}.detach()" if name else ".detach() on the shared tensor"
+            fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
+                   f"backward, or use {shared} where the second loss must not reach it")
         related = [Related("consumed-by", None, "backward", first, a.mark.iteration if a.mark else None)]
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
                              {"first_line": first.line if first else "?", "fix": fix,

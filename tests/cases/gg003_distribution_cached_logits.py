@@ -1,7 +1,9 @@
 # plain-torch: raises "backward through the graph a second time"
 """GG003: two losses from one Bernoulli policy, each with its own backward: the distribution
 computes its logits once (inside the first log_prob) and keeps them, so both graphs share them.
-The shared tensor is named as the distribution holds it, not by the loss assigned on that line."""
+The shared tensor is a value the distribution computed and keeps for itself: it is named by the
+distribution as the code holds it (`m`), not by the loss assigned on that line, nor by an attribute
+the code never wrote (`m.logits`)."""
 import torch
 import torch.nn as nn
 from torch.distributions import Bernoulli
@@ -24,7 +26,7 @@ def buggy():
         bonus_loss = -0.1 * m.log_prob(1 - action).mean()
         opt.zero_grad()
         policy_loss.backward()
-        bonus_loss.backward()  # expect: GG003 m.logits
+        bonus_loss.backward()  # expect: GG003 m
         opt.step()
 
 

@@ -30,6 +30,21 @@ class StepLog:
         if len(self._log) > MAX_LOGGED:
             del self._log[0]
 
+    def later_round(self, a: StaleAnalysis, scan: Any, iteration: int, is_optimized: Any) -> bool:
+        """Whether the earlier backward that freed this graph's shared part ran in an earlier
+        training step: every iteration since it was ended by a judged optimizer step (not by a
+        graph-freeing backward before any step, not skimmed), and those steps were not one
+        training step's several optimizers (`same_round`). `loss.backward(); opt.step();
+        loss.backward()` on one graph: the second backward runs a graph of the iteration before.
+        False when the log cannot tell (a step it did not see): the judgement made without it."""
+        if a.mark is None or a.mark.iteration >= iteration:
+            return False
+        since = a.mark.iteration
+        its = [it for it, _ in self._log if since <= it < iteration]
+        if len(its) != iteration - since or len(set(its)) != len(its):
+            return False
+        return not self.same_round(a, scan, iteration, is_optimized)
+
     def same_round(self, a: StaleAnalysis, scan: Any, iteration: int, is_optimized: Any) -> bool:
         """Whether the earlier backward that freed this graph's shared part ran in the same
         training step as this one: every iteration since it was ended by a different optimizer,
