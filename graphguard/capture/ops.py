@@ -61,6 +61,7 @@ if hasattr(torch, "asarray"):
 PRODUCT_OPS = frozenset({"mul", "__mul__", "__rmul__"})
 _PROB_NODES = frozenset({"SoftmaxBackward0", "SigmoidBackward0"})
 _LOGP_NODES = frozenset({"LogSoftmaxBackward0", "LogSigmoidBackward0"})
+_LOG_NODES = frozenset({"LogBackward0", "Log2Backward0", "Log10Backward0"})  # torch.log & co
 # one-input nodes that keep a factor what it was: sign, scalar scale/shift, clamp, copies, views
 _THROUGH_NODES = frozenset({
     "NegBackward0", "MulBackward0", "DivBackward0", "AddBackward0", "SubBackward0", "RsubBackward1",
@@ -110,7 +111,7 @@ def _logp_node(node: Any) -> tuple[Any, Any] | None:
     name = type(node).__name__
     if name in _LOGP_NODES:
         return node, _input_of(node)
-    if name in ("LogBackward0", "Log2Backward0", "Log10Backward0"):
+    if name in _LOG_NODES:
         p = _prob_node(_input_of(node))
         if p is not None:
             return node, _input_of(p)
@@ -143,7 +144,7 @@ def _kl_other_side(node: Any, logits: Any) -> Any:
         nodes = [lp[0] for lp in found]
         own = [_same_logits(lp[1], logits) for lp in found]
     else:
-        if type(node).__name__ not in ("LogBackward0", "Log2Backward0", "Log10Backward0"):
+        if type(node).__name__ not in _LOG_NODES:
             return None
         sides = _two_inputs(_through(_input_of(node)), "DivBackward0")
         if sides is None:
@@ -181,7 +182,7 @@ def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any, Any] | None:
                 return t, x, other
             continue
         # an entropy: the log of the same distribution (the same logits below both)
-        if lp[1] is _input_of(p):
+        if _same_logits(lp[1], _input_of(p)):
             return None
         return t, x, None
     return None

@@ -99,8 +99,8 @@ class StaleGraph(Rule):
             # iteration's graph: ours, as when one line runs twice (unless the two losses were
             # built together: two losses of one batch, each with its own step, GG003's)
             acc = unreset_accumulator(event, a, ctx) if a.kind == "freed" else None
-            if acc is None and not (a.kind == "freed" and not a.built_together and self.steps.later_round(
-                    a, event.scan, ctx.iteration, ctx.is_optimized)):
+            if acc is None and not self.steps.earlier_iteration_graph(
+                    a, event.scan, ctx.iteration, ctx.is_optimized):
                 return None
         consumed = ctx.loc(a.mark.site) if a.mark else None
         earlier = f"the backward at line {consumed.line}" if consumed else "an earlier backward"

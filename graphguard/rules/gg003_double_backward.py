@@ -78,8 +78,8 @@ class DoubleBackward(Rule):
         if a.same_call_line and not a.built_together \
                 and not self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized):
             return None
-        if not a.same_call_line and not a.built_together \
-                and self.steps.later_round(a, event.scan, ctx.iteration, ctx.is_optimized):
+        if not a.same_call_line and self.steps.earlier_iteration_graph(
+                a, event.scan, ctx.iteration, ctx.is_optimized):
             # another line's backward freed it, but an optimizer step of a later training step
             # came between (`loss.backward(); opt.step(); loss.backward()`): this backward runs a
             # graph of an earlier iteration, GG001's

@@ -30,6 +30,14 @@ class StepLog:
         if len(self._log) > MAX_LOGGED:
             del self._log[0]
 
+    def earlier_iteration_graph(self, a: StaleAnalysis, scan: Any, iteration: int,
+                                is_optimized: Any) -> bool:
+        """The hand-off between GG003 and GG001, in one place so the two rules agree: a freed part,
+        not built together with this loss, consumed by a backward of an earlier training step
+        (`later_round`) is a stale graph (GG001), not a second backward of one iteration (GG003)."""
+        return (a.kind == "freed" and not a.built_together
+                and self.later_round(a, scan, iteration, is_optimized))
+
     def later_round(self, a: StaleAnalysis, scan: Any, iteration: int, is_optimized: Any) -> bool:
         """Whether the earlier backward that freed this graph's shared part ran in an earlier
         training step: every iteration since it was ended by a judged optimizer step (not by a
