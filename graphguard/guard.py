@@ -23,7 +23,7 @@ from .capture.mode import GuardMode
 from .capture.quiet import QuietShapes
 from .capture.recorder import Recorder
 from .capture.saved import SavedCheck
-from .capture.scan import scan_graph, sequence_now
+from .capture.scan import lean_scan, scan_graph, sequence_now
 from .capture.state import Mark
 from .capture.sites import PACKAGE_DIR, user_site, user_stacklevel
 from .rules.context import RuleContext
@@ -153,6 +153,7 @@ def _hidden_from_dynamo(fn: F) -> F:
 
 
 _DYNAMO_SKIPS_ADDED = False
+_NOT_LEAN = object()  # _lean_backward's answer when the full path must run (NOTE [lean backwards])
 _is_compiling = torch.compiler.is_compiling
 
 
@@ -673,6 +674,10 @@ class GraphGuard:
         call = None
         if not _DYNAMO_SKIPS_ADDED:
             _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
+        if plain_call and api == "backward":
+            result = self._lean_backward(orig, args, kwargs)
+            if result is not _NOT_LEAN:
+                return result
         # The scan makes a Python wrapper per graph node and the rules build per-node data: on a
         # 100,000-node graph the collector ran again and again over all of them (a pre-backward
         # check 2-3x slower). Our own bursts allocate no cycles: pause it, restore it after.
@@ -749,6 +754,98 @@ class GraphGuard:
                 if gc_paused:
                     gc.enable()
         return result
+
+    # NOTE [lean backwards]
+    # In a skimmed iteration (NOTE [skimmed iterations]) no rule judges a quiet backward (NOTE
+    # [quiet events]): what is left to do is to make sure it is quiet, and to leave its marks.
+    # A plain `loss.backward()` there takes this path: one walk that reads the fresh nodes'
+    # saved values and gives up at the first thing unusual (capture/scan.lean_scan), the shape
+    # test, the marks; no event, no per-node lists, no dispatch. In the steady state of a small
+    # step the full path's objects and calls, each cheap, cost more than the walk itself: they are
+    # touched right after the forward has flushed the caches. Anything else, or anything the walk
+    # gives up on, takes the full path, which walks again and every rule judges the call.
+    def _lean_backward(self, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Run a plain `loss.backward()` (args as plain_tensor_backward accepts them) the lean
+        way, or return _NOT_LEAN for the full path."""
+        rec = self.rec
+        root = args[0]
+        fn = root.grad_fn
+        if (fn is None or args[2] or args[3] or rec.recording or rec.saved_hooks_on
+                or self._fresh_from is None or self.steps == 0 or rec.packs
+                or not self._skimming() or root.numel() != 1):
+            # (steps == 0: backwards end the iterations, which the full path does)
+            return _NOT_LEAN
+        gc_paused = gc.isenabled()
+        if gc_paused:
+            gc.disable()  # as in _backward: a large graph's node wrappers are made here
+        try:
+            rec.busy = True
+            lean = lean_scan(fn, self.max_walk, self._fresh_from)
+            if lean is None or not self._quiet.judged_shape(lean.types, lean.leaves):
+                return _NOT_LEAN
+            clock, key = self.clock, self._mark_key
+            site = user_site(3)  # (from above _backward and its dynamo wrapper, as the full path)
+            index = clock.backward_calls
+            mark = Mark(index, clock.iteration, site, False)
+            leaf_md = lean.leaf_md
+            before = [md.get(key) for md in leaf_md]
+            if lean.lo >= 0:
+                self._seq_marks.add(lean.lo, lean.hi, mark)
+            for md in leaf_md:
+                md[key] = mark
+            self._fresh_from = lean.counter
+            clock.backward_calls = index + 1
+        except Exception as err:
+            self._internal_error(err, "checking a backward call")
+            return _NOT_LEAN
+        finally:
+            rec.busy = False
+            if gc_paused:
+                gc.enable()
+        del lean
+        self._in_backward = True
+        try:
+            result = orig(*args, **kwargs)
+        except BaseException as err:
+            self._in_backward = False
+            failsafe(self._internal_error, "recording a backward call", self._lean_unmark,
+                     mark, leaf_md, before)
+            if isinstance(err, RuntimeError):
+                self._explain_lean_error(orig, args, kwargs, site, index, err)
+            raise
+        finally:
+            self._in_backward = False
+        self._pending_boundary = True  # a graph-freeing backward
+        return result
+
+    def _lean_unmark(self, mark: Mark, leaf_md: list[dict], before: list[Mark | None]) -> None:
+        """A lean backward raised: take its marks back, as _unmark does for the full path."""
+        self._seq_marks.drop(mark)
+        key = self._mark_key
+        for md, old in zip(leaf_md, before):
+            if old is None:
+                md.pop(key, None)
+            else:
+                md[key] = old
+
+    def _explain_lean_error(self, orig: Any, args: tuple, kwargs: dict, site: Site, index: int,
+                            err: RuntimeError) -> None:
+        """PyTorch raised in a lean backward (rare: the walk found nothing unusual): the rules
+        explain it on a full scan of the graph as it is now."""
+        call = None
+        self.rec.busy = True
+        try:
+            roots, grads, inputs, retain, create = bind_backward("backward", orig, args, kwargs, True)
+            with torch._C.DisableTorchFunction():
+                scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
+            call = BackwardCall(site, "backward", roots, grads, retain, create, inputs, scan,
+                                index, self.clock.iteration)
+        except Exception as exc:
+            self._internal_error(exc, "explaining an error")
+        finally:
+            self.rec.busy = False
+        if call is not None:
+            self._explain_backward_error(call, err, 0)
 
     def _explain_backward_error(self, call: BackwardCall, err: RuntimeError, reported: int) -> None:
         """PyTorch raised inside a guarded backward: the rules explain it after the fact (in

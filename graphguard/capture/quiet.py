@@ -5,6 +5,7 @@ NOTE [quiet events] in engine.py says why and what the engine does with the answ
 from __future__ import annotations
 
 import weakref
+from typing import Any
 from operator import is_
 
 import torch
@@ -58,11 +59,13 @@ class QuietShapes:
 
     def judged(self, call: BackwardCall) -> bool:
         """Whether the call's graph has a shape judged before (call `plain` first)."""
+        return self.judged_shape(call.scan.types, call.scan.leaves)
+
+    def judged_shape(self, types: set[type], leaves: list[Any]) -> bool:
+        """Whether node types `types` (a set: equal to a frozenset of the same types) with these
+        leaves, walk order, make a shape judged before."""
         if not self._shapes:
             return False
-        scan = call.scan
-        types = scan.types  # (a set: equal to a frozenset of the same types)
-        leaves = scan.leaves
         ids = list(map(id, leaves))
         for t, i, refs in self._shapes:
             # equal ids are the same leaves only while those leaves live: each reference must

@@ -1,6 +1,7 @@
 """The graph scan made before each backward: which nodes are stale, consumed, or retained."""
 from __future__ import annotations
 
+import operator
 from itertools import repeat
 from typing import Any
 
@@ -12,7 +13,7 @@ from . import saved as _saved_module
 from .saved import FREED_MESSAGE, SavedCheck, tensor_attrs
 from .state import Mark, Stamp
 
-__all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "saved_freed", "sequence_now", "FREED_MESSAGE"]
+__all__ = ["Stamp", "Mark", "GraphScan", "scan_graph", "LeanScan", "lean_scan", "saved_freed", "sequence_now", "FREED_MESSAGE"]
 
 _NEVER_FRESH = 1 << 65  # above every sequence number (AccumulateGrad's is 2**64 - 1): read every node
 MAX_CONFIRM_READS = 64  # candidates of one range read for freed buffers (NOTE in capture/marks.py)
@@ -373,3 +374,75 @@ def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: 
         if todo:
             saved.read(scan.walk.nodes, todo)
     return scan
+
+
+class LeanScan:
+    """What the lean walk found (NOTE [lean backwards] in guard.py): a graph of fresh nodes and
+    leaves only, every saved value intact. Holds no node: the leaves' metadata dicts, the leaves
+    themselves, the node types and the range of sequence numbers."""
+
+    __slots__ = ("leaf_md", "leaves", "types", "lo", "hi", "counter")
+
+    def __init__(self, leaf_md: list[dict], leaves: list[torch.Tensor], types: set[type],
+                 lo: int, hi: int, counter: int) -> None:
+        self.leaf_md = leaf_md  # each AccumulateGrad's metadata (its mark goes there)
+        self.leaves = leaves  # the leaves reached, walk order
+        self.types = types  # the node types met (the quiet test's shape)
+        self.lo, self.hi = lo, hi  # the fresh nodes' sequence numbers (-1, -1: none)
+        self.counter = counter  # the sequence counter before the walk
+
+
+def lean_scan(fn: Any, limit: int, fresh_from: int) -> LeanScan | None:
+    """Light mode's walk for a plain backward in a skimmed iteration: the graph behind `fn`,
+    each node made since the last backward (number >= `fresh_from`) read for its saved values
+    (PyTorch's version check, as GraphScan does). None as soon as anything asks for the full
+    scan: a node older than that which is not a leaf (a kept graph, carried state), a saved
+    value that fails its read (changed in place, or freed), a custom Function (its inputs are
+    marked used), a graph larger than `limit`. Then nothing was changed: the full scan reads
+    it all again and the rules judge it."""
+    counter = sequence_now()
+    acc, readers = _AccumulateGrad, _READERS
+    nodes = [fn]
+    seen: set[Any] = {None, fn}
+    add = seen.add
+    accs: list[Any] = []
+    lo = hi = -1
+    for _, node in zip(range(limit), nodes):  # (the queue grows as it is read: see _scan)
+        t = type(node)
+        if t is acc:
+            accs.append(node)
+            continue
+        try:
+            seq = node._sequence_nr()
+        except Exception:
+            return None
+        if seq < fresh_from:
+            return None
+        if seq > hi:
+            hi = seq
+        if seq < lo or lo < 0:
+            lo = seq
+        reader = readers[t]
+        if reader is not None:
+            try:
+                reader(node)
+            except RuntimeError:
+                return None
+        for nxt, _ in node.next_functions:
+            if nxt not in seen:
+                add(nxt)
+                nodes.append(nxt)
+    if len(nodes) > limit:
+        return None
+    return _lean_result(set(map(type, nodes)), accs, lo, hi, counter)
+
+
+def _lean_result(types: set[type], accs: list[Any], lo: int, hi: int, counter: int) -> LeanScan | None:
+    if any(map(issubclass, types, repeat(_BackwardCFunction))):
+        return None
+    leaf_md = [a.metadata for a in accs]
+    leaves = [v for v in map(_variable, accs) if v is not None]
+    return LeanScan(leaf_md, leaves, types, lo, hi, counter)
+
+
+_variable = operator.attrgetter("variable")
