@@ -21,6 +21,7 @@ from .capture.checkpoint import install_checkpoint_hook
 from .capture.marks import SequenceMarks
 from .capture.mode import GuardMode
 from .capture.quiet import QuietShapes
+from .capture.steps import StepTrail
 from .capture.recorder import Recorder
 from .capture.saved import SavedCheck
 from .capture.scan import lean_scan, scan_graph, sequence_now
@@ -297,6 +298,7 @@ class GraphGuard:
         self._window_size = 2  # _window(): two iterations per optimizer in _stepping
         self._skimmed_step = False
         self._quiet = QuietShapes()  # graph shapes every rule judged clean (NOTE [quiet events])
+        self._trail = StepTrail()  # every optimizer step, skimmed ones too (capture/steps.py)
         # every installed hook is a handle whose undo is pushed here as soon as it is installed
         self._undo = ExitStack()
         self._undo_errors: list[BaseException] = []
@@ -310,7 +312,8 @@ class GraphGuard:
         self._mode = GuardMode(self.rec)
         self.ctx = RuleContext(self.rec, self.clock, self._stamp_key, self._mark_key,
                                lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES),
-                               self.engine.request_details, self._seq_marks, self._judge_through)
+                               self.engine.request_details, self._seq_marks, self._judge_through,
+                               self._trail)
         self.engine.attach(self.rec, self.ctx)
         # which step-level events some rule still judges in a skimmed iteration
         self._skim_listens_done = self.engine.skim_listens(BackwardDone)
@@ -1133,6 +1136,8 @@ class GraphGuard:
         if not by_backward:
             self.steps += 1
             self._pending_boundary = False
+            if opt is not None:
+                self._trail.note(self.clock.iteration - 1, opt)
             pre, self._step_site = self._step_site, None
             try:
                 if skim:  # its start was skimmed: the rules that judge every step's end only

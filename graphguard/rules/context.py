@@ -14,6 +14,7 @@ from ..lookup.source import assigned_targets, inplace_receivers, target_lines
 from ..capture.graph import summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
+from ..capture.steps import StepTrail
 from ..capture.state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Mark, Packed, Stamp
 from ..events import Clock, Event
 from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
@@ -67,6 +68,8 @@ class RuleContext:
         want_details: switches full recording on for a few iterations (`want_details`).
         judge_more: keeps the next n iterations from being skimmed (`keep_judging`).
         seq_marks: the marks kept by sequence number (`mark_of`; capture/marks.py).
+        trail: every optimizer step with the iteration it ended (`steps_between`;
+            capture/steps.py).
     """
 
     def __init__(self, rec: Recorder, clock: Clock, stamp_key: str, mark_key: str,
@@ -74,8 +77,10 @@ class RuleContext:
                  supersedes: Mapping[str, frozenset[str]],
                  want_details: Callable[[], None] | None = None,
                  seq_marks: SequenceMarks | None = None,
-                 judge_more: Callable[[int], None] | None = None) -> None:
+                 judge_more: Callable[[int], None] | None = None,
+                 trail: StepTrail | None = None) -> None:
         self._rec = rec
+        self._trail = trail if trail is not None else StepTrail()
         self._want_details = want_details
         self._judge_more = judge_more
         self._seq_marks = seq_marks
@@ -100,6 +105,11 @@ class RuleContext:
     def optimizer_steps(self) -> int:
         """How many optimizer steps ended an iteration so far."""
         return self._steps()
+
+    def steps_between(self, since: int, until: int) -> list[tuple[int, Any]]:
+        """The optimizer steps that ended iterations `since` .. `until - 1`, judged or skimmed:
+        (iteration, optimizer, None once it is gone), oldest first."""
+        return self._trail.between(since, until)
 
     def recording_details(self) -> bool:
         """Whether full recording (creation lines, cuts, .grad reads) is on (off: light mode)."""

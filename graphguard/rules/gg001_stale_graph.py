@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..events import BackwardCall, StepCall
+from ..events import BackwardCall
 from ..lookup.assigned import kept_attribute, name_where_made
 from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
@@ -63,27 +63,22 @@ class StaleGraph(Rule):
     template = ("{name} was built {made_in} and its graph was already used by "
                 "{consumed}; this backward would run through it again{crash}. "
                 "Fix: {fix}")
-    events = (BackwardCall, StepCall)
+    events = (BackwardCall,)
     # quiet: no node an earlier backward traversed or one outside the guard freed: nothing stale
     quiet_skip = (BackwardCall,)
-    # steps are only logged (StepLog, the same log GG003 keeps): a skimmed one leaves a gap
-    skim_skip = (StepCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
     def __init__(self) -> None:
         self.steps = StepLog()
 
-    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
-        if isinstance(event, StepCall):
-            self.steps.note(event, ctx.iteration)
-            return None
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)
         if a.kind == "none":
             return self._consumed_outside(event, ctx)
         if is_carried(a, ctx.optimizer_steps()):
             return None
         if a.kind == "freed" and a.same_call_line and (
-                a.built_together or self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)) \
+                a.built_together or self.steps.same_round(a, event.scan, ctx)) \
                 and unreset_accumulator(event, a, ctx) is None:
             # two losses built together, backwarded in turn from one line, or one line run once
             # per optimizer of one training step: GG003's
@@ -99,8 +94,7 @@ class StaleGraph(Rule):
             # iteration's graph: ours, as when one line runs twice (unless the two losses were
             # built together: two losses of one batch, each with its own step, GG003's)
             acc = unreset_accumulator(event, a, ctx) if a.kind == "freed" else None
-            if acc is None and not self.steps.earlier_iteration_graph(
-                    a, event.scan, ctx.iteration, ctx.is_optimized):
+            if acc is None and not self.steps.earlier_iteration_graph(a, event.scan, ctx):
                 return None
         consumed = ctx.loc(a.mark.site) if a.mark else None
         earlier = f"the backward at line {consumed.line}" if consumed else "an earlier backward"

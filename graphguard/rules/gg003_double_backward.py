@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..events import BackwardCall, StepCall
+from ..events import BackwardCall
 from ..lookup.assigned import cached_attribute, name_where_made
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, snapshot
@@ -55,20 +55,14 @@ class DoubleBackward(Rule):
     summary = "a second backward in one iteration runs through nodes the first one freed"
     template = ("{name} is shared by two backward calls: the one at line {first_line} already freed "
                 "its graph, so this one would fail. Fix: {fix}")
-    events = (BackwardCall, StepCall)
+    events = (BackwardCall,)
     # quiet: no node an earlier backward traversed (analyze finds nothing)
     quiet_skip = (BackwardCall,)
-    # steps are only logged (StepLog); a skimmed one leaves a gap, and a gap answers "not the
-    # same training step", the judgement made without the log
-    skim_skip = (StepCall,)
 
     def __init__(self) -> None:
         self.steps = StepLog()
 
-    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
-        if isinstance(event, StepCall):
-            self.steps.note(event, ctx.iteration)
-            return None
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         a = ctx.shared(analyze, event)
         # one backward line run twice is an earlier iteration's graph (GG001), unless this loss was
         # built together with the first one (`for l in losses.values(): l.backward()`), or the
@@ -76,10 +70,9 @@ class DoubleBackward(Rule):
         if a.kind != "freed" or is_carried(a, ctx.optimizer_steps()):
             return None
         if a.same_call_line and not a.built_together \
-                and not self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized):
+                and not self.steps.same_round(a, event.scan, ctx):
             return None
-        if not a.same_call_line and self.steps.earlier_iteration_graph(
-                a, event.scan, ctx.iteration, ctx.is_optimized):
+        if not a.same_call_line and self.steps.earlier_iteration_graph(a, event.scan, ctx):
             # another line's backward freed it, but an optimizer step of a later training step
             # came between (`loss.backward(); opt.step(); loss.backward()`): this backward runs a
             # graph of an earlier iteration, GG001's
