@@ -53,6 +53,11 @@ class NonDetachedTarget(Rule):
     the finding names the network's output inside the target (`max_next_q_values`), which is what
     to detach or compute under `torch.no_grad()`; a target whose history comes from several such
     outputs (`critic_value - log_probs`) is named itself, since detaching one would leave the rest.
+    When *all* the leaves behind the target are module parameters that no optimizer holds while
+    some optimizer trains others (a distillation teacher or a target network run with grad on),
+    nothing is trained wrongly and the finding is a warning: each backward still runs through
+    that network for gradients nobody uses. A target whose gradient reaches a trained parameter (the
+    prediction's own network, or a network another optimizer steps) is an error.
 
     Hand-written cross-entropies and KL terms count too: a product of a probability (softmax or
     sigmoid output, `exp(log_softmax(.))`) and the log-probability of another distribution
@@ -110,11 +115,17 @@ class NonDetachedTarget(Rule):
             if not (x_rg and isinstance(t, torch.Tensor) and t.requires_grad
                     and _other_network(x, _leaves(t), event.input_node)):
                 return None
+            if _untrained(ctx, _leaves(t)):
+                return [self._report(ctx, event, x, t, "soft target", _WASTED, severity="warning")]
             return [self._report(ctx, event, x, t, "soft target", "a soft target is a constant to "
                                  "fit: the gradient through it also trains the network that made it")]
         if isinstance(t, torch.Tensor) and t.requires_grad:
             if x_rg:
-                out.append(self._report(ctx, event, x, t, "target", "targets must be constants"))
+                leaves = _leaves(t)
+                if _untrained(ctx, leaves) and _other_network(x, leaves):
+                    out.append(self._report(ctx, event, x, t, "target", _WASTED, severity="warning"))
+                else:
+                    out.append(self._report(ctx, event, x, t, "target", "targets must be constants"))
             elif (isinstance(x, torch.Tensor) and x.grad_fn is None and ctx.recording_details()
                   and not ctx.cuts_behind(x)):
                 # Swapped arguments: the input is plain data (never part of a graph, unlike the
@@ -184,6 +195,28 @@ class NonDetachedTarget(Rule):
                                 entry=call_node("entry", "probability * log-probability" if event.written
                                                 else f"{event.func}()", ctx.loc(event.site), ctx.iteration),
                                 title=f"GG002: {name or 'the ' + role} requires grad"))
+
+
+_WASTED = ("no optimizer holds those parameters, so nothing is trained wrongly, but every backward "
+           "also runs through the network that made it for gradients nobody uses")
+
+
+def _untrained(ctx: RuleContext, leaves: list[torch.Tensor]) -> bool:
+    """Whether the target's gradient only reaches parameters no optimizer holds (a teacher or a
+    target network run with grad on): wasted work, not a wrong update. Only when some optimizer
+    holds parameters: a hand-written update loop has none, and then nothing tells what trains.
+    Only a network's parameters (nn.Parameter): a loose requires-grad tensor is no network left
+    out on purpose. An optimizer built before the guard is known from its first step on: until
+    then, those the program holds are asked (report time only)."""
+    if not leaves or not all(isinstance(v, torch.nn.Parameter) for v in leaves):
+        # a loose requires-grad tensor behind the target (`scale = torch.ones(1,
+        # requires_grad=True)`) is no network frozen by leaving it out: most often the target
+        # was built once with it and goes stale, the error's story
+        return False
+    if ctx.any_optimized():
+        return not any(ctx.is_optimized(v) for v in leaves)
+    held = {id(p) for _, opt in ctx.optimizers() for g in opt.param_groups for p in g["params"]}
+    return bool(held) and not any(id(v) in held for v in leaves)
 
 
 def _leaves(t: torch.Tensor) -> list[torch.Tensor]:

@@ -48,6 +48,10 @@ def clean():
         net.zero_grad()
         F.cross_entropy(net(x), y).backward()
         opt.update(list(net.parameters()))
+    # (a fresh model: the loop above leaves its last gradients in .grad, and a first backward
+    # onto them would be the misuse itself, which full recording reports)
+    net = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = Momentum()
     for x, y in batches():
         F.cross_entropy(net(x), y).backward()
         opt.update(list(net.parameters()), drop=True)
