@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 __all__ = ["LOSS_TARGET_ARG", "LOSS_WEIGHT_ARGS", "COPY_FUNCS", "BACKWARD_FUNCS", "inplace_target", "func_name",
-           "NOT_INPLACE", "PRODUCT_OPS", "soft_target_pair"]
+           "NOT_INPLACE", "PRODUCT_OPS", "CONTRACTION_OPS", "XLOGY_OPS", "WRITTEN_OPS", "soft_target_pair",
+           "xlogy_target_pair", "written_target_pair"]
 
 # Loss function -> position of its target argument (also accepted as `target=`).
 LOSS_TARGET_ARG: dict[Callable[..., Any], int] = {}
@@ -58,7 +59,17 @@ if hasattr(torch, "asarray"):
 # (probabilities), one of the target's distribution, the other of another one. The prediction is
 # then that other side alone, not the whole factor (which depends on the target's parameters
 # too): its graph node is handed on, and the rule judges by the leaves behind it.
+# The same sum of products written as a contraction (`einsum("bc,bc->b", p, log_q)`,
+# `p @ log_q.T`, bmm, dot, inner, tensordot) is one when the contraction pairs the class dim of
+# the one distribution with the class dim of the other (each traced through the shape ops to its
+# softmax's dim); when that cannot be told (a reshape that merges it, an unknown op), nothing is
+# reported. `torch.xlogy(p, q)` is `p * log(q)` with the log taken by the op: a cross-entropy
+# when q is another distribution's probability, a KL for `xlogy(p, p / q)`.
 PRODUCT_OPS = frozenset({"mul", "__mul__", "__rmul__"})
+CONTRACTION_OPS = frozenset({"matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "einsum", "dot",
+                             "vdot", "inner", "tensordot"})
+XLOGY_OPS = frozenset({"xlogy", "special_xlogy"})
+WRITTEN_OPS = PRODUCT_OPS | CONTRACTION_OPS | XLOGY_OPS  # the recorder's one lookup per op
 _PROB_NODES = frozenset({"SoftmaxBackward0", "SigmoidBackward0"})
 _LOGP_NODES = frozenset({"LogSoftmaxBackward0", "LogSigmoidBackward0"})
 _LOG_NODES = frozenset({"LogBackward0", "Log2Backward0", "Log10Backward0"})  # torch.log & co
@@ -146,15 +157,24 @@ def _kl_other_side(node: Any, logits: Any) -> Any:
     else:
         if type(node).__name__ not in _LOG_NODES:
             return None
-        sides = _two_inputs(_through(_input_of(node)), "DivBackward0")
-        if sides is None:
-            return None
-        nodes = [_prob_node(n) for n in sides]
-        if nodes[0] is None or nodes[1] is None:
-            return None
-        own = [_same_logits(_input_of(n), logits) for n in nodes]
+        return _ratio_other_side(_input_of(node), logits)
     if own[0] == own[1]:
         return None  # neither side is the target's distribution, or both are (a zero)
+    return nodes[1] if own[0] else nodes[0]
+
+
+def _ratio_other_side(node: Any, logits: Any) -> Any:
+    """For a ratio of two probabilities (`p / q`, either way up), where `logits` is the target
+    p's: the probability node of the other distribution, else None (as _kl_other_side)."""
+    sides = _two_inputs(_through(node), "DivBackward0")
+    if sides is None:
+        return None
+    nodes = [_prob_node(n) for n in sides]
+    if nodes[0] is None or nodes[1] is None:
+        return None
+    own = [_same_logits(_input_of(n), logits) for n in nodes]
+    if own[0] == own[1]:
+        return None
     return nodes[1] if own[0] else nodes[0]
 
 
@@ -186,6 +206,250 @@ def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any, Any] | None:
             return None
         return t, x, None
     return None
+
+
+def xlogy_target_pair(x: Any, y: Any) -> tuple[Any, Any, Any] | None:
+    """`torch.xlogy(p, q)`, which is `p * log(q)` with the log taken by the op: (soft target,
+    prediction, prediction node) as soft_target_pair gives them, when `p` is a probability with
+    history and `q` another distribution's probability (a cross-entropy), or a ratio of `p`'s
+    distribution and another's (a KL: `xlogy(p, p / q)`), else None. `xlogy(p, p)` (an
+    entropy) is None."""
+    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
+            and x.requires_grad and y.requires_grad):
+        return None
+    gx, gy = x.grad_fn, y.grad_fn
+    if gx is None or gy is None:
+        return None
+    p = _prob_node(gx)
+    if p is None:
+        return None
+    logits = _input_of(p)
+    q = _prob_node(gy)
+    if q is not None:
+        return None if _same_logits(_input_of(q), logits) else (x, y, None)
+    other = _ratio_other_side(gy, logits)
+    return (x, y, other) if other is not None else None
+
+
+# one-input ops that keep every dim where it was (elementwise), between a factor and its softmax
+_SAME_DIMS = frozenset({
+    "NegBackward0", "MulBackward0", "DivBackward0", "AddBackward0", "SubBackward0", "RsubBackward0",
+    "RsubBackward1", "ClampBackward1", "ClampMinBackward0", "ClampMaxBackward0", "CloneBackward0",
+    "ToCopyBackward0", "AliasBackward0", "ExpBackward0"}) | _LOG_NODES
+_VIEW_NODES = frozenset({"ViewBackward0", "ReshapeAliasBackward0", "UnsafeViewBackward0",
+                         "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"})
+_PATH_DEPTH = 10
+
+
+def _path(node: Any, stop: Any, depth: int = _PATH_DEPTH, seen: set | None = None) -> list[Any] | None:
+    """The nodes from `node` down to `stop` (both included) through elementwise and shape ops,
+    or None."""
+    if node is stop:
+        return [node]
+    name = type(node).__name__
+    if depth == 0 or not (name in _SAME_DIMS or name in _THROUGH_NODES):
+        return None
+    if seen is None:
+        seen = set()
+    for n, _ in node.next_functions:
+        if n is not None and id(n) not in seen:
+            seen.add(id(n))
+            rest = _path(n, stop, depth - 1, seen)
+            if rest is not None:
+                return [node] + rest
+    return None
+
+
+def _dim(d: int, nd: int) -> int:
+    """A dim saved on a graph node, from 0 (a negative one may come back as an unsigned int64)."""
+    if d >= 1 << 63:
+        d -= 1 << 64
+    return d % nd if nd else 0
+
+
+def _align(sizes_in: list[int], sizes_out: list[int], origin: list[Any]) -> list[Any]:
+    """A reshape's dims: each input dim that is an output dim whole (the same size after the same
+    number of elements) keeps that dim's origin, the others have none."""
+    out_at = {}
+    pre = 1
+    for j, n in enumerate(sizes_out):
+        out_at.setdefault((pre, n), j)
+        pre *= n
+    res = []
+    pre = 1
+    for n in sizes_in:
+        j = out_at.get((pre, n))
+        res.append(origin[j] if j is not None else None)
+        pre *= n
+    return res
+
+
+def _dist_dims(t: torch.Tensor, stop: Any) -> tuple[list[Any], int | None] | None:
+    """For a factor `t` made from the distribution node `stop` (softmax, log_softmax, sigmoid,
+    logsigmoid) through elementwise and shape ops: (for each dim of `stop`'s output, the dim of
+    `t` it is, or None), and `stop`'s class dim (None for a sigmoid, elementwise). None when the
+    shapes cannot be followed (or its saved values were freed by a backward)."""
+    try:
+        return _follow_dims(t, stop)
+    except (RuntimeError, IndexError):
+        return None
+
+
+def _follow_dims(t: torch.Tensor, stop: Any) -> tuple[list[Any], int | None] | None:
+    path = _path(t.grad_fn, stop)
+    if path is None:
+        return None
+    shape = list(t.shape)
+    origin: list[Any] = list(range(len(shape)))
+    for node in path[:-1]:  # from the factor down: each node's input from its output
+        name = type(node).__name__
+        nd = len(shape)
+        if name in _SAME_DIMS:
+            continue
+        if name == "TBackward0":
+            shape, origin = shape[::-1], origin[::-1]
+        elif name == "TransposeBackward0":
+            d0, d1 = _dim(node._saved_dim0, nd), _dim(node._saved_dim1, nd)
+            shape[d0], shape[d1] = shape[d1], shape[d0]
+            origin[d0], origin[d1] = origin[d1], origin[d0]
+        elif name == "PermuteBackward0":
+            dims = [_dim(d, nd) for d in node._saved_dims]
+            if sorted(dims) != list(range(nd)):
+                return None
+            s2, o2 = [0] * nd, [None] * nd
+            for i, d in enumerate(dims):
+                s2[d], o2[d] = shape[i], origin[i]
+            shape, origin = s2, o2
+        elif name == "UnsqueezeBackward0":
+            d = _dim(node._saved_dim, nd)
+            shape, origin = shape[:d] + shape[d + 1:], origin[:d] + origin[d + 1:]
+        elif name in _VIEW_NODES:
+            sizes = [int(n) for n in node._saved_self_sym_sizes]
+            shape, origin = sizes, _align(sizes, shape, origin)
+        elif name == "ExpandBackward0":
+            sizes = [int(n) for n in node._saved_self_sym_sizes]
+            lead = nd - len(sizes)
+            origin = [origin[lead + i] if n == shape[lead + i] else None for i, n in enumerate(sizes)]
+            shape = sizes
+        elif name in ("SelectBackward0", "SliceBackward0"):
+            sizes = [int(n) for n in node._saved_self_sym_sizes]
+            d = _dim(node._saved_dim, len(sizes))
+            if name == "SelectBackward0":
+                origin = origin[:d] + [None] + origin[d:]
+            elif sizes[d] != shape[d]:
+                origin = origin[:d] + [None] + origin[d + 1:]
+            shape = sizes
+        else:
+            return None
+    name = type(stop).__name__
+    saved = stop._saved_self if name == "LogSigmoidBackward0" else stop._saved_result
+    if not shape or list(saved.shape) != shape:
+        return None  # broadcast on the way, or a shape not followed
+    if name in ("SoftmaxBackward0", "LogSoftmaxBackward0"):
+        return origin, _dim(stop._saved_dim, len(shape))
+    return origin, None
+
+
+def _einsum_pairs(eq: str, na: int, nb: int) -> list[tuple[int, int]] | None:
+    """The dims of einsum's two operands that the equation gives one subscript (summed or kept)."""
+    ins = eq.replace(" ", "").split("->")[0].split(",")
+    if len(ins) != 2:
+        return None
+    labels = []
+    for sub, n in zip(ins, (na, nb)):
+        if "..." in sub:
+            head, tail = sub.split("...", 1)
+            k = n - len(head) - len(tail)
+            if k < 0:
+                return None
+            # broadcast dims, lined up from the right
+            sub = list(head) + [f".{k - i}" for i in range(k)] + list(tail)
+        if len(sub) != n:
+            return None
+        labels.append(list(sub))
+    return [(i, j) for i, x in enumerate(labels[0]) for j, y in enumerate(labels[1]) if x == y]
+
+
+def _contraction_pairs(name: str, args: tuple, kwargs: dict, na: int,
+                       nb: int) -> list[tuple[int, int]] | None:
+    """The dims (first operand's, second's) that a contraction multiplies together, else None."""
+    if name == "einsum":
+        eq = args[0] if args and isinstance(args[0], str) else kwargs.get("equation")
+        return _einsum_pairs(eq, na, nb) if isinstance(eq, str) else None
+    if name in ("dot", "vdot"):
+        return [(0, 0)]
+    if name == "inner":
+        return [(na - 1, nb - 1)] if na and nb else None
+    if name == "mm":
+        return [(1, 0)]
+    if name == "bmm":
+        return [(2, 1), (0, 0)]
+    if name == "tensordot":
+        dims = kwargs.get("dims", args[2] if len(args) > 2 else 2)
+        if isinstance(dims, int):
+            return [(na - dims + i, i) for i in range(dims)]
+        if isinstance(dims, (list, tuple)) and len(dims) == 2:
+            da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+            if len(da) == len(db) and all(isinstance(d, int) for d in da + db):
+                return [(a % na, b % nb) for a, b in zip(da, db)]
+        return None
+    # matmul: the last dim of the first with the second's last but one, batch dims lined up
+    if na == 0 or nb == 0:
+        return None
+    pairs = [(na - 1, 0 if nb == 1 else nb - 2)]
+    pairs += [(na - i, nb - i) for i in range(3, min(na, nb) + 1)]
+    return pairs
+
+
+def _dist_of(node: Any) -> Any:
+    """The softmax/sigmoid (or log_softmax/logsigmoid) node behind a probability or log node."""
+    if node is not None and type(node).__name__ in _LOG_NODES:
+        return _prob_node(_input_of(node))
+    return node
+
+
+def _class_dims_paired(pairs: list[tuple[int, int]], a: torch.Tensor, b: torch.Tensor,
+                       na: Any, nb: Any) -> bool:
+    """Whether the contraction pairs `a`'s class dim with `b`'s (of their distribution nodes
+    `na`, `nb`): then it is a sum of p * log q over the classes. A sigmoid's probabilities are
+    elementwise: the same dim of both is paired."""
+    da = _dist_dims(a, na) if na is not None else None
+    db = _dist_dims(b, nb) if nb is not None else None
+    if da is None or db is None:
+        return False
+    (oa, ca), (ob, cb) = da, db
+    if ca is not None and cb is not None:
+        return oa[ca] is not None and (oa[ca], ob[cb]) in pairs
+    k = ca if ca is not None else cb
+    ks = [k] if k is not None else range(min(len(oa), len(ob)))
+    return any(k < len(oa) and k < len(ob) and oa[k] is not None and (oa[k], ob[k]) in pairs
+               for k in ks)
+
+
+def written_target_pair(name: str, args: tuple, kwargs: dict, a: Any,
+                        b: Any) -> tuple[Any, Any, Any] | None:
+    """A product, contraction or xlogy of two tensors (the recorder's WRITTEN_OPS): (soft target,
+    prediction, prediction node) of a cross-entropy or KL written out, else None."""
+    if name in XLOGY_OPS:
+        return xlogy_target_pair(a, b)
+    if name == "__rmatmul__":
+        a, b = b, a  # `other @ self`
+    pair = soft_target_pair(a, b)
+    if pair is None or name in PRODUCT_OPS:
+        return pair
+    pairs = _contraction_pairs(name, args, kwargs, a.dim(), b.dim())
+    if not pairs:
+        return None
+    t, x, other = pair
+    nt = _prob_node(t.grad_fn)
+    if other is not None:
+        nx = _dist_of(other)
+    else:
+        lp = _logp_node(x.grad_fn)
+        nx = _dist_of(lp[0]) if lp is not None else None
+    if t is not a:
+        pairs = [(j, i) for i, j in pairs]
+    return pair if _class_dims_paired(pairs, t, x, nt, nx) else None
 
 
 BACKWARD_FUNCS = frozenset({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad})

@@ -16,7 +16,7 @@ from ..events import AutogradError, CheckpointCall, Clock, CopyConstruct, DataAs
 from ..model import Site
 from .failsafe import PASSTHROUGH
 from .graph import iter_tensors, leaf_of, walk
-from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, PRODUCT_OPS, inplace_target, soft_target_pair
+from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, WRITTEN_OPS, inplace_target, written_target_pair
 from .state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Packed
 from .state import Stamp
 from .sites import user_site
@@ -162,9 +162,11 @@ class Recorder:
                 if isinstance(w, torch.Tensor):
                     weights.append((wname, w))
             dispatch(LossCall(self.site(), name, args[0], target, weights))
-        elif name in PRODUCT_OPS and rg_in and len(tensors) == 2:
+        elif name in WRITTEN_OPS and rg_in and len(tensors) == 2:
             # `softmax(t) * log_softmax(s)`: a cross-entropy written out, its soft target first
-            pair = soft_target_pair(tensors[0], tensors[1])
+            # (also as a contraction, `einsum("bc,bc->b", p, log_q)`, or `xlogy(p, q)`); einsum's
+            # equation is no tensor, its operands (listed or not) are the two
+            pair = written_target_pair(name, args, kwargs, tensors[0], tensors[1])
             if pair is not None:
                 dispatch(LossCall(self.site(), "a hand-written cross-entropy", pair[1], pair[0],
                                   written=True, input_node=pair[2]))

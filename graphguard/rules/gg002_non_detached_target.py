@@ -69,19 +69,25 @@ class NonDetachedTarget(Rule):
     target there) goes. KL divergences written with the target's own log folded in count too:
     `p * (log p - log q)` (either sign, `log_softmax` or `torch.log` of a probability on each
     side) and `p * torch.log(p / q)`; the prediction judged is then q's side alone, since the
-    difference as a whole also depends on p's parameters.
+    difference as a whole also depends on p's parameters. The same sums written as a contraction
+    count when it pairs the two distributions' class dims (`torch.einsum("bc,bc->b", p, log_q)`,
+    `torch.bmm(p.unsqueeze(1), log_q.unsqueeze(2))`, `p @ log_q.T`, `dot`, `inner`,
+    `tensordot`), and so does `torch.xlogy(p, q)` (`torch.special.xlogy`; p * log q, and
+    `xlogy(p, p / q)` a KL).
 
     ## Known problems
     When the prediction does not require grad because it was detached from a graph and the target
     does (VQ-VAE's commitment loss `F.mse_loss(quantized.detach(), z)`), the roles are swapped on
     purpose and the rule stays quiet. A hand-written product whose two sides come from the same
     parameters (an entropy term, R-Drop's two dropout passes, a Jensen-Shannon term over a mixture
-    of both networks) trains them on purpose and is not reported; nor are products written
-    through `einsum`/`matmul`, `torch.xlogy`, or a KL whose `log p` comes from a second forward
-    pass of the teacher rather than from the same logits as `p` (its two sides are then not
-    recognised as one distribution). A target detached as the probability but not inside its
-    log (`p.detach() * (p.log() - log_q)`) still sends gradient to its network through the log
-    and is not reported. Hand-written products are seen while the guard records in full (the
+    of both networks) trains them on purpose and is not reported; nor is a KL whose `log p` comes
+    from a second forward pass of the teacher rather than from the same logits as `p` (its two
+    sides are then not recognised as one distribution), nor a contraction whose class dims
+    cannot be followed to the softmax (`torch.dot(p.flatten(), log_q.flatten())`, a reshape
+    that merges them) or that pairs them with other dims (attention weights times
+    log-probabilities, summed over the batch). A target detached as the probability but not
+    inside its log (`p.detach() * (p.log() - log_q)`) still sends gradient to its network through
+    the log and is not reported. Hand-written products are seen while the guard records in full (the
     first iterations).
     """
 
