@@ -19,7 +19,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 from .capture.backward import bind_backward, materialize_iterators, plain_tensor_backward
 from .capture.checkpoint import install_checkpoint_hook
 from .capture.marks import SequenceMarks
-from .capture.mode import GuardMode
+from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call
 from .capture.quiet import QuietShapes
 from .capture.recorder import Recorder
 from .capture.saved import SavedCheck
@@ -479,21 +479,35 @@ class GraphGuard:
         self._patch(torch.optim.Optimizer, "__setstate__", self._wrap_optimizer_setstate(orig_setstate))
         self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
+        for name in FAST_PATH_MODULES:  # NOTE [fast paths see no mode] (capture/mode.py)
+            cls = getattr(torch.nn, name)
+            self._patch(cls, "__call__", fast_path_call(cls, self.rec, self._foreign))
         graph_mod = torch.autograd.graph
         self._patch(graph_mod, "disable_saved_tensors_hooks",
                     self._wrap_disable_saved_hooks(graph_mod.disable_saved_tensors_hooks))
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
-        old = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        own = name in owner.__dict__
+        old = owner.__dict__[name] if own else getattr(owner, name)
         new.__graphguard_guard__ = self
         new.__graphguard_original__ = old
+        # a class attribute that was inherited (a fast-path module's __call__): undone by
+        # deleting ours, not by copying the base class's into the class (also under another
+        # guard's wrapper, which may have exited first)
+        inherited = (getattr(old, "__graphguard_inherited__", False) if hasattr(old, "__graphguard_guard__")
+                     else not own and isinstance(owner, type))
+        new.__graphguard_inherited__ = inherited
         setattr(owner, name, new)
 
         def undo() -> None:
             # Restore only our own patch: a later patch by someone else is theirs to undo (ours
             # then passes through, since an exited guard is dormant).
             if owner.__dict__.get(name) is new:
-                setattr(owner, name, _skip_exited(old))
+                back = _skip_exited(old)
+                if inherited and not hasattr(back, "__graphguard_guard__"):
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, back)
 
         self._on_exit(undo)
 
