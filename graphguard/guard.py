@@ -19,7 +19,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 from .capture.backward import bind_backward, materialize_iterators, plain_tensor_backward
 from .capture.checkpoint import install_checkpoint_hook
 from .capture.marks import SequenceMarks
-from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call
+from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call, saved_hooks_enter
 from .capture.quiet import QuietShapes
 from .capture.recorder import Recorder
 from .capture.saved import SavedCheck
@@ -483,6 +483,8 @@ class GraphGuard:
             cls = getattr(torch.nn, name)
             self._patch(cls, "__call__", fast_path_call(cls, self.rec, self._foreign))
         graph_mod = torch.autograd.graph
+        hooks_cls = graph_mod.saved_tensors_hooks  # NOTE [saved values behind other hooks]
+        self._patch(hooks_cls, "__enter__", saved_hooks_enter(hooks_cls.__enter__, self.rec))
         self._patch(graph_mod, "disable_saved_tensors_hooks",
                     self._wrap_disable_saved_hooks(graph_mod.disable_saved_tensors_hooks))
 
@@ -575,6 +577,14 @@ class GraphGuard:
 
         functools.update_wrapper(disable_saved_tensors_hooks, orig)
         return disable_saved_tensors_hooks
+
+    def _other_saved_hooks(self) -> bool:
+        """Whether saved-tensor hooks other than ours may have packed the values of the nodes
+        made since the last backward (NOTE [saved values behind other hooks])."""
+        if self.rec.foreign_hooks_entered:
+            return True
+        top = torch._C._autograd._top_saved_tensors_default_hooks(True)
+        return top is not None and top[0] != self.rec.pack
 
     def _pop_saved_hooks(self) -> None:
         """Take our saved-tensor hooks off their stack, wherever they are, keeping the others in
@@ -786,7 +796,7 @@ class GraphGuard:
         fn = root.grad_fn
         if (fn is None or args[2] or args[3] or rec.recording or rec.saved_hooks_on
                 or self._fresh_from is None or self.steps == 0 or rec.packs
-                or not self._skimming() or root.numel() != 1):
+                or not self._skimming() or root.numel() != 1 or self._other_saved_hooks()):
             # (steps == 0: backwards end the iterations, which the full path does)
             return _NOT_LEAN
         gc_paused = gc.isenabled()
@@ -885,7 +895,9 @@ class GraphGuard:
             self.rec.mark_used(inputs)
         # light mode: PyTorch's own version check, read before PyTorch runs (GG005), by the
         # scan as it walks (capture/saved.SavedCheck)
-        check = None if self.rec.saved_hooks_on else SavedCheck(self.rec.unpack, self.rec.adopt)
+        check = None if self.rec.saved_hooks_on else SavedCheck(self.rec.unpack, self.rec.adopt,
+                                                                 self._other_saved_hooks())
+        self.rec.foreign_hooks_entered = False  # the next backward's fresh nodes start here
         with torch._C.DisableTorchFunction():
             if self.rec.recording or self._fresh_from is None:
                 scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk, saved=check)

@@ -1268,6 +1268,27 @@ def checkpoint_forward_runs_counted() -> Result:
     return _params(model, calls=torch.tensor(len(calls)))
 
 
+def custom_function_inside_checkpoint() -> Result:
+    """A custom Function (save_for_backward) inside a non-reentrant checkpoint region whose
+    forward counts its calls: only the backward's recomputation may run it again."""
+    from torch.utils.checkpoint import checkpoint
+    torch.manual_seed(0)
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    calls = []
+
+    def block(h: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return _Cube.apply(torch.tanh(model[0](h)))
+
+    for _ in range(2 * STEPS):
+        x, y = _data()
+        opt.zero_grad()
+        F.mse_loss(model[2](checkpoint(block, x, use_reentrant=False)), y).backward()
+        opt.step()
+    return _params(model, calls=torch.tensor(len(calls)))
+
+
 # ---------------------------------------------------------------- parameters handled by hand
 
 def vector_to_parameters_evolution() -> Result:
@@ -1695,6 +1716,9 @@ PROGRAMS: list[tuple[Callable[[], Result], tuple[str, ...], list[Any]]] = [
     (custom_function_with_jvp, (), []),
     (gradcheck_of_a_custom_function, (), []),
     (node_hooks_on_grad_fn, (), []),
+    (selective_activation_checkpoint, (), []),
+    (checkpoint_forward_runs_counted, (), []),
+    (custom_function_inside_checkpoint, (), []),
     (vector_to_parameters_evolution, (), []),
     (checkpoint_save_and_resume, (), []),
     (meta_device_init_to_empty, (), []),

@@ -12,7 +12,7 @@ from .graph import iter_tensors
 from .ops import BACKWARD_FUNCS
 from .recorder import Recorder
 
-__all__ = ["FAST_PATH_MODULES", "GuardMode", "fast_path_call"]
+__all__ = ["FAST_PATH_MODULES", "GuardMode", "fast_path_call", "saved_hooks_enter"]
 
 _is_compiling = torch.compiler.is_compiling
 
@@ -128,3 +128,17 @@ def fast_path_call(cls: type, rec: Recorder, foreign: Any) -> Any:
     functools.update_wrapper(__call__, own if own is not None else cls.__call__)
     return __call__
 
+
+def saved_hooks_enter(orig: Any, rec: Recorder) -> Any:
+    """`torch.autograd.graph.saved_tensors_hooks.__enter__` (and so every subclass's: a
+    non-reentrant checkpoint's, save_on_cpu) that first notes that hooks of someone else may
+    pack saved values (NOTE [saved values behind other hooks] in capture/saved.py). Here, not in
+    guard.py, for the reason the fast-path wrapper is: Dynamo must be able to inline it."""
+
+    def __enter__(self: Any) -> Any:
+        if not _is_compiling():
+            rec.foreign_hooks_entered = True
+        return orig(self)
+
+    functools.update_wrapper(__enter__, orig)
+    return __enter__
