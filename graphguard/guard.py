@@ -19,7 +19,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 from .capture.backward import bind_backward, materialize_iterators, plain_tensor_backward
 from .capture.checkpoint import install_checkpoint_hook
 from .capture.marks import SequenceMarks
-from .capture.mode import GuardMode
+from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call, saved_hooks_enter
 from .capture.quiet import QuietShapes
 from .capture.steps import StepTrail
 from .capture.recorder import Recorder
@@ -482,21 +482,37 @@ class GraphGuard:
         self._patch(torch.optim.Optimizer, "__setstate__", self._wrap_optimizer_setstate(orig_setstate))
         self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
+        for name in FAST_PATH_MODULES:  # NOTE [fast paths see no mode] (capture/mode.py)
+            cls = getattr(torch.nn, name)
+            self._patch(cls, "__call__", fast_path_call(cls, self.rec, self._foreign))
         graph_mod = torch.autograd.graph
+        hooks_cls = graph_mod.saved_tensors_hooks  # NOTE [saved values behind other hooks]
+        self._patch(hooks_cls, "__enter__", saved_hooks_enter(hooks_cls.__enter__, self.rec))
         self._patch(graph_mod, "disable_saved_tensors_hooks",
                     self._wrap_disable_saved_hooks(graph_mod.disable_saved_tensors_hooks))
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
-        old = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        own = name in owner.__dict__
+        old = owner.__dict__[name] if own else getattr(owner, name)
         new.__graphguard_guard__ = self
         new.__graphguard_original__ = old
+        # a class attribute that was inherited (a fast-path module's __call__): undone by
+        # deleting ours, not by copying the base class's into the class (also under another
+        # guard's wrapper, which may have exited first)
+        inherited = (getattr(old, "__graphguard_inherited__", False) if hasattr(old, "__graphguard_guard__")
+                     else not own and isinstance(owner, type))
+        new.__graphguard_inherited__ = inherited
         setattr(owner, name, new)
 
         def undo() -> None:
             # Restore only our own patch: a later patch by someone else is theirs to undo (ours
             # then passes through, since an exited guard is dormant).
             if owner.__dict__.get(name) is new:
-                setattr(owner, name, _skip_exited(old))
+                back = _skip_exited(old)
+                if inherited and not hasattr(back, "__graphguard_guard__"):
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, back)
 
         self._on_exit(undo)
 
@@ -564,6 +580,14 @@ class GraphGuard:
 
         functools.update_wrapper(disable_saved_tensors_hooks, orig)
         return disable_saved_tensors_hooks
+
+    def _other_saved_hooks(self) -> bool:
+        """Whether saved-tensor hooks other than ours may have packed the values of the nodes
+        made since the last backward (NOTE [saved values behind other hooks])."""
+        if self.rec.foreign_hooks_entered:
+            return True
+        top = torch._C._autograd._top_saved_tensors_default_hooks(True)
+        return top is not None and top[0] != self.rec.pack
 
     def _pop_saved_hooks(self) -> None:
         """Take our saved-tensor hooks off their stack, wherever they are, keeping the others in
@@ -775,7 +799,7 @@ class GraphGuard:
         fn = root.grad_fn
         if (fn is None or args[2] or args[3] or rec.recording or rec.saved_hooks_on
                 or self._fresh_from is None or self.steps == 0 or rec.packs
-                or not self._skimming() or root.numel() != 1):
+                or not self._skimming() or root.numel() != 1 or self._other_saved_hooks()):
             # (steps == 0: backwards end the iterations, which the full path does)
             return _NOT_LEAN
         gc_paused = gc.isenabled()
@@ -874,7 +898,9 @@ class GraphGuard:
             self.rec.mark_used(inputs)
         # light mode: PyTorch's own version check, read before PyTorch runs (GG005), by the
         # scan as it walks (capture/saved.SavedCheck)
-        check = None if self.rec.saved_hooks_on else SavedCheck(self.rec.unpack, self.rec.adopt)
+        check = None if self.rec.saved_hooks_on else SavedCheck(self.rec.unpack, self.rec.adopt,
+                                                                 self._other_saved_hooks())
+        self.rec.foreign_hooks_entered = False  # the next backward's fresh nodes start here
         with torch._C.DisableTorchFunction():
             if self.rec.recording or self._fresh_from is None:
                 scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk, saved=check)

@@ -40,6 +40,10 @@ def state() -> dict[str, Any]:
         "Tensor.backward": torch.Tensor.__dict__["backward"],
         "Optimizer.add_param_group": torch.optim.Optimizer.__dict__["add_param_group"],
         "Optimizer.step": torch.optim.Optimizer.__dict__.get("step"),
+        "saved_tensors_hooks.__enter__": torch.autograd.graph.saved_tensors_hooks.__dict__["__enter__"],
+        # the fast-path modules' __call__ (NOTE [fast paths see no mode]): inherited, not their own
+        **{f"{name}.__call__": getattr(torch.nn, name).__dict__.get("__call__")
+           for name in ("MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder")},
         "showwarning": warnings.showwarning,
         "warning_filters": tuple(warnings.filters),
         "trace": sys.gettrace(),
@@ -163,7 +167,8 @@ def test_everything_is_installed_while_active() -> None:
         during = state()
     changed = {k for k in before if before[k] != during[k]}
     assert {"mode_stack", "saved_hooks_top", "opt_pre_hooks", "opt_post_hooks", "autograd.backward",
-            "autograd.grad", "Optimizer.add_param_group", "active_guards"} <= changed
+            "autograd.grad", "Optimizer.add_param_group", "active_guards",
+            "MultiheadAttention.__call__", "saved_tensors_hooks.__enter__"} <= changed
 
 
 def test_pack_hook_no_longer_called_after_exit(monkeypatch: pytest.MonkeyPatch) -> None:

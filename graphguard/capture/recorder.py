@@ -89,6 +89,10 @@ class Recorder:
         # mode, where PyTorch's own version check runs and the backward check reads it
         # (capture/saved.SavedCheck)
         self.saved_hooks_on = False
+        # saved-tensor hooks of someone else (a non-reentrant checkpoint, save_on_cpu, the user's)
+        # were entered since the last backward: their saved values are not read before it
+        # (NOTE [saved values behind other hooks] in capture/saved.py)
+        self.foreign_hooks_entered = False
         self._cur_op = ""
         self._cur_site: Site | None = None
         self.ops_seen = 0

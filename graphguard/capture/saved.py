@@ -147,6 +147,19 @@ _MODIFIED = "modified by an inplace operation"
 MAX_FREED_READS = 64  # reads failing as "freed" before the rest of a stale graph is skipped
 
 
+# NOTE [saved values behind other hooks]
+# A saved value packed by someone else's saved-tensor hooks is handed back by their unpack hook,
+# and that hook may do anything: a non-reentrant checkpoint recomputes its forward (the user's
+# code runs once more), a selective-checkpoint region hands each value out once only ("Trying to
+# backward an extra time" at the real backward), save_on_cpu copies it back. So light mode's
+# read before a backward (SavedCheck, lean_scan) never reads such a value: whenever such hooks
+# may have packed the fresh nodes' values (entered since the last backward, seen by the guard's
+# wrapper of saved_tensors_hooks.__enter__, or on the stack now), the lean walk gives way to the
+# full scan, which first asks each node's raw saved value for its unpack hook (without calling
+# it) and skips the node when it is not ours. PyTorch still checks those values' versions at
+# the backward, and GG903/GG005 explain its error afterwards.
+
+
 class SavedCheck:
     """Light mode's in-place check: PyTorch's own, read before the backward runs.
 
@@ -166,11 +179,14 @@ class SavedCheck:
     `freed_at` is the walk index of the first node found freed, -1 if none.
     """
 
-    __slots__ = ("unpack", "adopt", "adopted", "freed", "freed_at", "stopped")
+    __slots__ = ("unpack", "adopt", "adopted", "freed", "freed_at", "stopped", "careful")
 
-    def __init__(self, unpack: Any, adopt: Any) -> None:
+    def __init__(self, unpack: Any, adopt: Any, careful: bool = False) -> None:
         self.unpack = unpack
         self.adopt = adopt
+        # other saved-tensor hooks may have packed some of the values: look before reading
+        # (NOTE [saved values behind other hooks])
+        self.careful = careful
         self.adopted = 0  # saved tensors adopted (usually 0: the clean path of every backward)
         self.freed = 0
         self.freed_at = -1
@@ -193,6 +209,21 @@ class SavedCheck:
             self.adopted += _adopt(node, attr, message, self.unpack, self.adopt)
         return False
 
+    def hooked(self, node: Any) -> bool:
+        """Whether `node`'s saved values were packed by saved-tensor hooks other than ours:
+        reading one would call their unpack hook (NOTE [saved values behind other hooks]).
+        One value tells for the node: the hooks on the stack when the op ran packed them all."""
+        for attr in tensor_attrs(node):
+            custom = attr == "saved_tensors"  # a custom Function's: _raw_saved_tensors, a tuple
+            raw = getattr(node, "_raw_saved_tensors" if custom else "_raw" + attr, None)
+            if custom and raw:
+                raw = raw[0]
+            if raw is None or (custom and not raw):
+                continue
+            hook = getattr(raw, "unpack_hook", None)
+            return hook is not None and hook != self.unpack
+        return False
+
     def read(self, nodes: list[Any], indices: list[int]) -> None:
         """Read the saved values of the walked nodes at `indices` (the scan leaves out those it
         read already and those an earlier backward freed: their reads only raise "freed", and an
@@ -201,6 +232,8 @@ class SavedCheck:
             if self.stopped:
                 return
             node = nodes[i]
+            if self.careful and self.hooked(node):
+                continue
             for attr in tensor_attrs(node):
                 try:
                     getattr(node, attr)

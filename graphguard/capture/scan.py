@@ -99,6 +99,7 @@ class GraphScan:
         find = seq_marks.range_of if seq_marks else None
         readers = _READERS
         check = saved is not None
+        careful = check and saved.careful  # NOTE [saved values behind other hooks]
         candidates: list[tuple[int, int]] = []  # (walk index, range index)
         seqs: list[int] = []  # the fresh nodes' numbers (their range is this backward's mark)
         # A for loop over the growing queue visits the appended nodes too (the list iterator
@@ -128,7 +129,7 @@ class GraphScan:
                 seqs.append(seq)
                 if check:
                     reader = readers[t]
-                    if reader is not None:
+                    if reader is not None and not (careful and saved.hooked(node)):
                         try:
                             reader(node)
                         except RuntimeError:  # one of them changed or freed: which one?
