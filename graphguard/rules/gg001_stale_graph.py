@@ -139,6 +139,11 @@ class StaleGraph(Rule):
             elif kept is not None:
                 subject = dataclasses.replace(subject, name=kept[0],
                                               created_at=ctx.loc((kept[1],)) or subject.created_at)
+            elif made is not None and made[0] == subject.name and made[1] is not None \
+                    and made[1] != st.site[0]:
+                # the name lives in a caller of the op that made the tensor (`out, hidden =
+                # encoder(x)` whose GRU ran in `forward`): made at the caller's line that assigns it
+                subject = dataclasses.replace(subject, created_at=ctx.loc((made[1],)) or subject.created_at)
             elif made is not None and made[0] != subject.name and not same_attr and own_line:
                 # named as written where it was made (`training_seq = conv1D(raw)`), not by the
                 # attribute that later holds it (`self.ds`); `self.normed` made in __init__ stays
