@@ -8,7 +8,7 @@ from ..events import BackwardCall, StepCall
 from ..lookup.assigned import kept_attribute, name_where_made
 from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
-from .shared.stale import analyze, is_carried, snapshot, snapshot_with_roles
+from .shared.stale import analyze, is_carried, kept_only, snapshot, snapshot_with_roles
 from .shared.accumulator import unreset_accumulator
 from .shared.rounds import StepLog
 from .base import Rule, display
@@ -80,7 +80,8 @@ class StaleGraph(Rule):
         a = ctx.shared(analyze, event)
         if a.kind == "none":
             return self._consumed_outside(event, ctx)
-        if is_carried(a, ctx.optimizer_steps()):
+        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)
+        if is_carried(a, ctx.optimizer_steps(), same):
             return None
         if a.kind == "freed" and a.same_call_line and (
                 a.built_together or self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)) \
