@@ -258,3 +258,21 @@ def test_library_cache_is_named_by_its_holder():
     assert cache_owner("h.w") is None
     assert cached_attribute("h", h.feats.grad_fn) is None
     assert cache_owner("p") is None
+
+
+def test_stale_tensor_named_at_the_top_level_is_dated_by_that_line():
+    """A stale tensor a user module made (its ops ran inside `forward`) and a script's top level
+    named (`memory = encoder(src)`, read as a global by a function of the loop): GG001 dates it by
+    that top-level line, where the name is assigned and the fix goes, not by the op in `forward`."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from casekit import load_case, run_guarded
+
+    path = Path(__file__).parent / "cases" / "gg001_encoder_memory_built_before_loop.py"
+    guard, err = run_guarded(load_case(path).buggy)
+    assert err is not None
+    (f,) = [f for f in guard.findings if f.code == "GG001"]
+    made = _line(path, "    memory = encoder(src)")
+    assert (f.subject.name, f.subject.created_at.line) == ("memory", made)
+    assert [r.location.line for r in f.related if r.role == "fix-at"] == [made]

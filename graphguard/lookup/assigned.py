@@ -181,7 +181,10 @@ def name_where_made(node: Any, site: Iterable[Frame] | None) -> tuple[str, Frame
     hits = find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
     for fr in site:
         for h in hits:
-            if h.frame.file == fr.file and h.frame.function == fr.function and h.scope == "local":
+            # a module's top level keeps its names as globals: `out, hidden = encoder(x)` run at
+            # the top of a script names the tensor there, as a local does in a function
+            own = h.scope == "local" or h.scope == "global" and fr.function == "<module>"
+            if h.frame.file == fr.file and h.frame.function == fr.function and own:
                 return h.name, fr
     w = assigned_target(site) if site else None
     if w is not None:

@@ -8,7 +8,7 @@ from ..events import BackwardCall
 from ..lookup.assigned import kept_attribute, name_where_made
 from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
-from .shared.stale import analyze, is_carried, snapshot, snapshot_with_roles
+from .shared.stale import analyze, is_carried, kept_only, snapshot, snapshot_with_roles
 from .shared.accumulator import unreset_accumulator
 from .shared.rounds import StepLog
 from .base import Rule, display
@@ -75,7 +75,8 @@ class StaleGraph(Rule):
         a = ctx.shared(analyze, event)
         if a.kind == "none":
             return self._consumed_outside(event, ctx)
-        if is_carried(a, ctx.optimizer_steps()):
+        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)
+        if is_carried(a, ctx.optimizer_steps(), same):
             return None
         if a.kind == "freed" and a.same_call_line and (
                 a.built_together or self.steps.same_round(a, event.scan, ctx)) \
@@ -133,6 +134,11 @@ class StaleGraph(Rule):
             elif kept is not None:
                 subject = dataclasses.replace(subject, name=kept[0],
                                               created_at=ctx.loc((kept[1],)) or subject.created_at)
+            elif made is not None and made[0] == subject.name and made[1] is not None \
+                    and made[1] != st.site[0]:
+                # the name lives in a caller of the op that made the tensor (`out, hidden =
+                # encoder(x)` whose GRU ran in `forward`): made at the caller's line that assigns it
+                subject = dataclasses.replace(subject, created_at=ctx.loc((made[1],)) or subject.created_at)
             elif made is not None and made[0] != subject.name and not same_attr and own_line:
                 # named as written where it was made (`training_seq = conv1D(raw)`), not by the
                 # attribute that later holds it (`self.ds`); `self.normed` made in __init__ stays

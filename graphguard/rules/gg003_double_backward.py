@@ -7,7 +7,7 @@ import dataclasses
 from ..events import BackwardCall
 from ..lookup.assigned import cached_attribute, name_where_made
 from ..model import Finding, Related
-from .shared.stale import analyze, is_carried, snapshot
+from .shared.stale import analyze, is_carried, kept_only, snapshot
 from .shared.accumulator import unreset_accumulator
 from .shared.rounds import StepLog
 from .base import Rule, display
@@ -67,7 +67,10 @@ class DoubleBackward(Rule):
         # one backward line run twice is an earlier iteration's graph (GG001), unless this loss was
         # built together with the first one (`for l in losses.values(): l.backward()`), or the
         # line runs once per optimizer of one training step (a loop over peer models)
-        if a.kind != "freed" or is_carried(a, ctx.optimizer_steps()):
+        if a.kind != "freed":
+            return None
+        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)
+        if is_carried(a, ctx.optimizer_steps(), same):
             return None
         if a.same_call_line and not a.built_together \
                 and not self.steps.same_round(a, event.scan, ctx):

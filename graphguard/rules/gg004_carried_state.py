@@ -9,10 +9,11 @@ import torch
 from ..capture.saved import find_modified_saved, storage_key
 from ..lookup.assigned import assigned_target, kept_attribute, stored_by_method, stored_entry, written_name
 from ..lookup.names import find_name
-from ..events import BackwardCall
+from ..events import BackwardCall, StepCall
 from ..model import Finding, Related, Subject
 from .shared.growth import Growth
-from .shared.stale import analyze, is_carried, site_key, snapshot, snapshot_with_roles
+from .shared.rounds import StepLog
+from .shared.stale import analyze, is_carried, kept_only, site_key, snapshot, snapshot_with_roles
 from .base import Rule, display
 from .context import RuleContext
 
@@ -57,7 +58,9 @@ class CarriedState(Rule):
     Needs the creation lines recorded in the first iterations; in light mode a carried state is
     first reported as GG001, and recording is switched back on. Between two backwards of one
     optimizer step, a kept state whose next graph other lines made (another model reads it) is
-    left to GG001/GG003.
+    left to GG001/GG003. A value computed before another optimizer's step of the same training
+    step and read by that step's next loss (advantages from a critic stepped first, a lambda
+    return) was not kept for a next step: GG005 reports the stepped weights, GG003 a freed graph.
     """
 
     code = "GG004"
@@ -66,23 +69,31 @@ class CarriedState(Rule):
     summary = "state carried across iterations without detach: the graph grows every iteration"
     template = ("{name} carries its graph from {made_in} into this one ({stale} old graph "
                 "nodes reached{crash}); detach it at the start of each iteration. Fix: {fix}")
-    events = (BackwardCall,)
+    events = (BackwardCall, StepCall)
     # quiet: nothing traversed before and no saved tensor changed (a carry shows as either)
     quiet_skip = (BackwardCall,)
+    # steps are only logged (StepLog, as GG001 and GG003 keep it): a skimmed one leaves a gap,
+    # and a gap answers "not the same training step", the judgement made without the log
+    skim_skip = (StepCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
     def __init__(self) -> None:
         self.walked: dict[tuple, tuple[int, int]] = {}  # backward line -> (iteration, nodes walked)
         self.series: dict[tuple, Growth] = {}  # reported backward line -> graph size per iteration
+        self.steps = StepLog()
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
+        if isinstance(event, StepCall):
+            self.steps.note(event, ctx.iteration)
+            return None
         before = self._walked(event, ctx.iteration)
         a = ctx.shared(analyze, event)
         if a.kind == "none":
             # only a training line that already ran in an earlier iteration carries state (a first
             # backward after another loss's step is GG005's order bug)
             return self._stepped_carry(event, ctx) if before is not None and before[0] < ctx.iteration else None
-        if not is_carried(a, ctx.optimizer_steps()):
+        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)
+        if not is_carried(a, ctx.optimizer_steps(), same):
             return None
         node = event.scan.nodes[a.boundary]
         st = ctx.stamp(node)

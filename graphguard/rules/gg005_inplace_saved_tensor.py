@@ -14,7 +14,7 @@ from ..capture.graph import summarize
 from ..lookup.assigned import assigned_target
 from ..lookup.flags import inplace_flag_source
 from ..lookup.names import find_names, find_name
-from ..lookup.source import target_lines
+from ..lookup.source import assigned_targets, target_lines
 from ..capture.state import InplaceRecord, Packed
 from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
 from .shared.snapshot import call_node, snapshot_from_scan
@@ -62,7 +62,9 @@ class InplaceSavedTensor(Rule):
     h = self.drop(h)                   # nn.Dropout(p) without inplace=True
     ```
     For a second loss on the same forward, call both backward passes (or one on the summed loss)
-    before `optimizer.step()`, or run the forward again after the step.
+    before `optimizer.step()`, or run the forward again after the step. The tensor of the old
+    forward is named as the line that made it writes it (`td_error`), also when the loss reads it
+    under a helper's parameter name (`td` in `actor.learn(s, a, td_error)`).
 
     ## Known problems
     The op that saved the tensor and the in-place op are named from the guard's recording (the
@@ -304,6 +306,12 @@ def _later_graph_tensor(ctx: RuleContext, event: BackwardCall, index: int, saved
     if best is not None:
         hit = best[1]
         subject = ctx.subject(hit.value, hit=hit)
+        alias = ctx.name_of(hit.value)
+        if alias is not None and alias.name != hit.name and subject.created_at is not None \
+                and alias.name in assigned_targets(subject.created_at.file, subject.created_at.line):
+            # the same tensor under a helper's parameter name (`td` in `actor.learn(s, a, td)`):
+            # named as the line that made it writes it (`td_error = r + GAMMA * v_ - v`)
+            subject = dataclasses.replace(subject, name=alias.name)
         if subject.created_at is None and hit.scope == "local" and hit.frame is not None:
             # made once the guard stopped recording: a local assigned by one statement of its
             # function is made there (with several, the op that made it is not known)

@@ -10,7 +10,7 @@ from ...capture.sites import loc_of
 from .snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
 from ...events import BackwardCall
 
-__all__ = ["StaleAnalysis", "analyze", "is_carried", "snapshot", "snapshot_with_roles", "site_key"]
+__all__ = ["StaleAnalysis", "analyze", "is_carried", "kept_only", "snapshot", "snapshot_with_roles", "site_key"]
 
 
 @dataclass
@@ -34,14 +34,23 @@ class StaleAnalysis:
     rerun: bool = False
 
 
-def is_carried(a: "StaleAnalysis", optimizer_steps: int) -> bool:
+def is_carried(a: "StaleAnalysis", optimizer_steps: int, same_round: bool = False) -> bool:
     """Whether the stale part is state carried into this iteration (GG004), not a tensor built once
     (GG001) or shared by two backwards of one iteration (GG003). A value kept from an earlier
     iteration counts only once an optimizer has stepped: before any step, each graph-freeing
     backward closes an iteration, so two losses of one step would look like two iterations.
+    Nor when the steps since were the other optimizers of one training step (`same_round`, see
+    StepLog.same_round: a value loss backwarded and stepped before the policy loss built on the
+    same forward): the value was not kept for a next step, it is this step's second loss.
     A freed part also counts, with or without a step, when the forward that built it ran again to
     build this graph (`rerun`: the next chunk of a truncated BPTT loop, one backward per chunk)."""
-    return a.carried or (a.kept and optimizer_steps > 0) or a.rerun
+    return a.carried or (a.kept and optimizer_steps > 0 and not same_round) or a.rerun
+
+
+def kept_only(a: "StaleAnalysis") -> bool:
+    """Whether is_carried() rests on `kept` alone (the only case `same_round` decides): rules ask
+    their StepLog only then."""
+    return a.kept and not a.carried and not a.rerun
 
 
 def site_key(site: Any) -> tuple | None:
