@@ -75,7 +75,7 @@ class StaleGraph(Rule):
         a = ctx.shared(analyze, event)
         if a.kind == "none":
             return self._consumed_outside(event, ctx)
-        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)
+        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx)
         if is_carried(a, ctx.optimizer_steps(), same):
             return None
         if a.kind == "freed" and a.same_call_line and (

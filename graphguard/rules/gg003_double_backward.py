@@ -69,7 +69,7 @@ class DoubleBackward(Rule):
         # line runs once per optimizer of one training step (a loop over peer models)
         if a.kind != "freed":
             return None
-        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)
+        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx)
         if is_carried(a, ctx.optimizer_steps(), same):
             return None
         if a.same_call_line and not a.built_together \

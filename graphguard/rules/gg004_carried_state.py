@@ -9,7 +9,7 @@ import torch
 from ..capture.saved import find_modified_saved, storage_key
 from ..lookup.assigned import assigned_target, kept_attribute, stored_by_method, stored_entry, written_name
 from ..lookup.names import find_name
-from ..events import BackwardCall, StepCall
+from ..events import BackwardCall
 from ..model import Finding, Related, Subject
 from .shared.growth import Growth
 from .shared.rounds import StepLog
@@ -69,12 +69,9 @@ class CarriedState(Rule):
     summary = "state carried across iterations without detach: the graph grows every iteration"
     template = ("{name} carries its graph from {made_in} into this one ({stale} old graph "
                 "nodes reached{crash}); detach it at the start of each iteration. Fix: {fix}")
-    events = (BackwardCall, StepCall)
+    events = (BackwardCall,)
     # quiet: nothing traversed before and no saved tensor changed (a carry shows as either)
     quiet_skip = (BackwardCall,)
-    # steps are only logged (StepLog, as GG001 and GG003 keep it): a skimmed one leaves a gap,
-    # and a gap answers "not the same training step", the judgement made without the log
-    skim_skip = (StepCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
     def __init__(self) -> None:
@@ -82,17 +79,14 @@ class CarriedState(Rule):
         self.series: dict[tuple, Growth] = {}  # reported backward line -> graph size per iteration
         self.steps = StepLog()
 
-    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
-        if isinstance(event, StepCall):
-            self.steps.note(event, ctx.iteration)
-            return None
+    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
         before = self._walked(event, ctx.iteration)
         a = ctx.shared(analyze, event)
         if a.kind == "none":
             # only a training line that already ran in an earlier iteration carries state (a first
             # backward after another loss's step is GG005's order bug)
             return self._stepped_carry(event, ctx) if before is not None and before[0] < ctx.iteration else None
-        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx.iteration, ctx.is_optimized)
+        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx)
         if not is_carried(a, ctx.optimizer_steps(), same):
             return None
         node = event.scan.nodes[a.boundary]
