@@ -43,14 +43,14 @@ PROGRAMS = {
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
 
         def step(batch):
-            recon = model(batch)
-            err = F.l1_loss(batch, recon)
+            recon = torch.sigmoid(model(batch))
+            err = F.binary_cross_entropy(batch, recon)
             opt.zero_grad()
             err.backward()
             opt.step()
 
         for _ in range(4):
-            step(torch.randn(8, 6))
+            step(torch.rand(8, 6))
         """,
     # a hinge function returning one value per pair, backward through torch.autograd.backward
     "hinge_function_return": """\

@@ -319,7 +319,10 @@ class Recorder:
         for t in tensors:
             if t.requires_grad:
                 if t.grad_fn is None:
-                    leaves.append(t)
+                    # a view taken under no_grad (`kernel[:, 0]`, `w.t()`) requires grad with no
+                    # grad_fn: the leaf behind it is its base, the parameter
+                    base = t._base
+                    leaves.append(base if base is not None and base.grad_fn is None else t)
                 else:
                     roots.append(t.grad_fn)
         if roots:

@@ -23,7 +23,7 @@ import torch
 
 from ..capture.sites import is_internal_file
 from ..model import Frame, SourceLoc
-from .names import NameHit
+from .names import NameHit, resolve
 from .owners import user_modules
 from .source import (class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
                      target_lines)
@@ -105,6 +105,18 @@ def _frame_scope_lines(frame: Frame, target: str) -> list[SourceLoc]:
     return target_lines(frame.file, frame.line, target)
 
 
+def _in_holder_class(path: str, frames: list[types.FrameType] | None) -> SourceLoc | None:
+    """A module held by a user object (`model.data.embedding`, the data object a dataclass model
+    keeps): `self.embedding = ...` in the class of the object that holds it."""
+    head, _, attr = path.rpartition(".")
+    if not head or not attr.isidentifier():
+        return None
+    hit = resolve(head, frames)
+    if hit is None or isinstance(hit.value, torch.nn.Module):
+        return None
+    return _in_class(hit.value, attr)
+
+
 def origin_of(obj: Any, frames: list[types.FrameType] | None = None) -> SourceLoc | None:
     """The line that built `obj` (a parameter, buffer, tensor attribute or module), looked up in the
     user's source through the modules the user's frames hold. None when nothing is found."""
@@ -116,6 +128,9 @@ def origin_of(obj: Any, frames: list[types.FrameType] | None = None) -> SourceLo
             found = _frame_scope_lines(fr, root_name)
             if found:
                 return found[-1]
+            loc = _in_holder_class(root_name, frames)
+            if loc is not None:
+                return loc
             continue
         chain = _chain(obj, root, budget)
         if budget[0] < 0:

@@ -8,6 +8,7 @@ into submodules and into plain Python containers of modules, which ``nn.Module``
 from __future__ import annotations
 
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -101,12 +102,48 @@ def user_modules(frames: list[types.FrameType] | None = None) -> Iterator[tuple[
             elif isinstance(value, (list, tuple, dict)) and not isinstance(value, torch.Size):
                 found = [(f"{name}{key}", x) for key, x in _container_items(value)
                          if isinstance(x, torch.nn.Module)]
+            elif _user_object(value):
+                found = list(_held_modules(name, value))
             else:
                 continue
             for n, m in found:
                 if id(m) not in seen:
                     seen.add(id(m))
                     yield n, m, fr
+
+
+def _user_object(v: Any) -> bool:
+    """An instance of a class of the user's (a trainer, a dataclass bundling the data, the net and
+    the optimizer), not a module, tensor, container, function, class or library object."""
+    if type(v) in weakref.ProxyTypes or isinstance(
+            v, (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType,
+                types.MethodType, list, tuple, dict)) or not hasattr(v, "__dict__"):
+        return False
+    mod = type(v).__module__ or ""
+    return mod != "builtins" and not mod.startswith(("torch", "numpy", "graphguard"))
+
+
+def _held_modules(name: str, obj: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:
+    """(path, module) for the nn.Modules a user object holds in its attributes, directly, one
+    level down in a list, tuple or dict, or in a user object it holds (`model.data.embedding` of
+    a dataclass `model` whose `data` holds the embedding), `depth` objects deep."""
+    try:
+        items = list(vars(obj).items())[:MAX_ITEMS]
+    except TypeError:
+        return
+    for attr, v in items:
+        if attr.startswith("__"):
+            continue
+        path = f"{name}.{attr}"
+        if type(v) in weakref.ProxyTypes:
+            continue  # a weak proxy (a trainer's back-reference): the object it stands for is not held here
+        if isinstance(v, torch.nn.Module):
+            yield path, v
+        elif isinstance(v, (list, tuple, dict)) and not isinstance(v, torch.Size):
+            yield from ((f"{path}{key}", x) for key, x in _container_items(v)
+                        if isinstance(x, torch.nn.Module))
+        elif depth > 1 and _user_object(v):
+            yield from _held_modules(path, v, depth - 1)
 
 
 def find_owner(t: torch.Tensor, frames: list[types.FrameType] | None = None) -> Owner | None:

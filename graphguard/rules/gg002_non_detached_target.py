@@ -46,8 +46,9 @@ class NonDetachedTarget(Rule):
     Also fires when a loss's `weight=` / `pos_weight=` requires grad while the prediction does
     (a focal-loss weight computed from the predictions: PyTorch cannot differentiate it, or the
     weight is pushed to shrink the loss), and when the arguments are swapped: the prediction is
-    passed as the target while the input is plain data (`criterion(x, x_hat)`; a warning for
-    the symmetric losses mse / l1 / smooth_l1 / huber, where only the wording is wrong).
+    passed as the target while the input is plain data (`criterion(x, x_hat)`; info only for
+    the symmetric losses mse / l1 / smooth_l1 / huber, whose value and gradient do not change
+    with the order: DDPM's `F.smooth_l1_loss(noise, predicted_noise)` is correct as written).
 
     When the target comes from a network that no optimizer holds (a DQN or DDPG target network),
     the finding names the network's output inside the target (`max_next_q_values`), which is what
@@ -136,7 +137,9 @@ class NonDetachedTarget(Rule):
                   and not ctx.cuts_behind(x)):
                 # Swapped arguments: the input is plain data (never part of a graph, unlike the
                 # VQ-VAE commitment loss's detach() of a graph tensor), the prediction is the target.
-                sev = "warning" if event.func in self._SYMMETRIC else None
+                # a symmetric loss gives the same value and gradient either way: only the
+                # wording is swapped (a diffusion model's loss(noise, predicted_noise))
+                sev = "info" if event.func in self._SYMMETRIC else None
                 out.append(self._report(ctx, event, x, t, "target",
                                         "the prediction is passed as the target and plain data as "
                                         "the input: the arguments are swapped", swapped=True,

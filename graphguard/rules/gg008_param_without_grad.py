@@ -357,13 +357,16 @@ class ParamWithoutGrad(Rule):
                 out.extend(([p], cuts) for p, cuts in items)
                 continue
             label = key[0]
-            # the layers of one container (`model.layers[0]`, `[1]`, ...), cut together: one group
-            up = label[:label.rfind("[")] if label.endswith("]") else None
-            whole.setdefault((up, key[1]) if up else key, []).append((members, items[0][1]))
+            # the layers of one container (`model.layers[0]`, `[1]`, ...), cut together: one
+            # group; so are the layers of one named module of the user's (`model.block.theta`,
+            # `model.block.phi`: the block is what the cut leaves without gradient)
+            up = _parent_label(label)
+            whole.setdefault((up, key[1], label.endswith("]")) if up else key, []).append(
+                (members, items[0][1]))
         for key, groups in whole.items():
             members = [p for ms, _ in groups for p in ms]
             parent = _resolve_module(key[0]) if len(groups) > 1 and isinstance(key[0], str) else None
-            if parent is not None and is_container(parent) and _covers(parent, members):
+            if parent is not None and (is_container(parent) or not key[2]) and _covers(parent, members):
                 out.append((members, groups[0][1]))
             else:
                 out.extend(groups)
@@ -393,6 +396,15 @@ class ParamWithoutGrad(Rule):
                 if parent is None or not _covers(parent, params):
                     break
                 label, module = up, parent
+            # sibling layers of a named module of the user's, all cut: that module (a layer that
+            # holds every one of them keeps its own name)
+            up = _parent_label(label) if label[-1:] != "]" else None
+            while module is not None and up is not None and not _holds(module, params):
+                parent = _resolve_module(up)
+                if parent is None or is_container(parent) or not _covers(parent, params):
+                    break
+                label, module = up, parent
+                up = _parent_label(label) if label[-1:] != "]" else None
             if module is not None:
                 subject = replace(subject, name=label, kind="module",
                                   created_at=origin_of(module) or subject.created_at)
@@ -721,6 +733,22 @@ def _owning_module(ctx: RuleContext, params: list[torch.Tensor], label: str | No
             if {id(q) for q in module.parameters()} == want:
                 return name, module
     return best
+
+
+def _parent_label(label: str) -> str | None:
+    """The name of the module holding the one `label` names, when that is itself a named
+    submodule (`model.block` for `model.block.theta`, `model.layers` for `model.layers[2]`);
+    None for a top-level name (`model` of `model.fc`: the model itself is not a layer)."""
+    if label.endswith("]"):
+        return label[:label.rfind("[")]
+    up = label.rsplit(".", 1)[0] if "." in label else ""
+    return up if ("." in up or "[" in up) else None
+
+
+def _holds(module: torch.nn.Module, params: list[torch.Tensor]) -> bool:
+    """Whether every one of `params` is a parameter of `module` (or of its submodules)."""
+    have = {id(q) for q in module.parameters()}
+    return all(id(p) in have for p in params)
 
 
 def _covers_all(module: torch.nn.Module, params: list[torch.Tensor]) -> bool:

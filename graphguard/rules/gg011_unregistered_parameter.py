@@ -623,6 +623,13 @@ class UnregisteredParameter(Rule):
                 # the path as the user writes it, down to the module (not one of its tensors)
                 root_path = path_name.split(".")[0]
                 name = python_path(root_path, path) if g.names and "." in g.names[0] else path_name
+            elif path_name is not None and not path:
+                # the holder is the top module itself, held by no model (an embedding a data
+                # object keeps: `model.data.embedding`): the module, not one of its tensors
+                for pname, p in top.named_parameters():
+                    if any(p is v for v in leaves) and path_name.endswith("." + pname):
+                        name = path_name[:-len(pname) - 1]
+                        break
         opt, opt_name, opt_site = self._optimizer_of(ctx, g)
         meant = g.meant() if g.meant is not None else None
         if made is None and top is not None and name:

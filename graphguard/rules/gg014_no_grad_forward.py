@@ -201,7 +201,7 @@ class NoGradForward(Rule):
             label = _module_label(hit.name if hit else None)
             module = resolve(label).value if label and resolve(label) is not None else None
             subject = ctx.subject(params[0], kind="parameter", hit=hit)
-            if isinstance(module, torch.nn.Module):
+            if isinstance(module, torch.nn.Module) and _layer_is_subject(module, params):
                 subject = replace(subject, name=label, kind="module",
                                   created_at=origin_of(module) or subject.created_at)
             name = subject.name
@@ -298,6 +298,17 @@ class NoGradForward(Rule):
                                     {"name": display(subject.name, "The loss"), "what": what,
                                      "where": where, "fix": fix}, related))
         return out or None
+
+
+def _layer_is_subject(module: torch.nn.Module, cut: list[torch.Tensor]) -> bool:
+    """Whether a finding about parameters left without gradient names their module rather than
+    the parameter: a torch layer (its weight and bias are the layer's), or a module of the user's
+    with more than one of its own parameters cut. A parameter the user made and assigned by hand in
+    a module of theirs (`self._kernel = nn.Parameter(...)`) is named itself."""
+    if type(module).__module__.startswith("torch."):
+        return True
+    own = {id(p) for p in module.parameters(recurse=False)}
+    return sum(id(p) in own for p in cut) > 1 or not own
 
 
 def _module_label(name: str | None) -> str | None:
