@@ -185,19 +185,19 @@ def test_non_detached_target_in_a_late_eval_branch_is_reported_before_the_crash(
 
 
 # ---- the same loss backwarded again after a step, first at iteration 203 -------------------------
-def train_backward_after_step_from_203(models: list, iterations: int = 230) -> None:
+def train_backward_after_step(models: list, start: int = 203) -> None:
     """A skimmed iteration's step lies between the two backwards: the step that begins a new
     training step is known from the guard's trail of every step, not only the judged ones."""
     model = small_model()
     models.append(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    for it in range(iterations):
+    for it in range(start + 3):
         x, y = torch.randn(16, 4), torch.randn(16, 1)
         opt.zero_grad()
         loss = F.mse_loss(model(x), y)
         loss.backward()
         opt.step()
-        if it >= 203:
+        if it >= start:
             opt.zero_grad()
             # last iteration's graph, after the step
             loss.backward()  # AGAIN-BACKWARD
@@ -206,47 +206,23 @@ def train_backward_after_step_from_203(models: list, iterations: int = 230) -> N
 
 def test_plain_torch_fails_on_the_backward_after_the_step():
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        train_backward_after_step_from_203([])
+        train_backward_after_step([])
 
 
 @pytest.mark.parametrize("start", [203, 204, 205, 206])
 def test_backward_after_a_step_in_light_mode_is_the_stale_graph(start):
-    """Wherever the late backward falls (skimmed or sampled window), it is GG001, as while
-    recording: the graph of the iteration the step ended, not a second loss of one step."""
-    models: list = []
-
-    def program(models: list) -> None:
-        model = small_model()
-        models.append(model)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        for it in range(start + 3):
-            x, y = torch.randn(16, 4), torch.randn(16, 1)
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            if it >= start:
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-
-    with pytest.raises(GraphMisuseError) as info:
-        with GraphGuard():
-            program(models)
-    (f,) = info.value.findings
-    assert (f.code, f.subject.name) == ("GG001", "loss")
-    assert f.before_crash is True
-    assert all(p.grad is None for p in models[0].parameters())
-
-
-def test_backward_after_a_step_at_iteration_203_names_the_loss_and_line():
+    """Wherever the late backward falls (skimmed or sampled window), it is GG001 at its line, as
+    while recording: the graph of the iteration the step ended, not a second loss of one step."""
     models: list = []
     with pytest.raises(GraphMisuseError) as info:
         with GraphGuard():
-            train_backward_after_step_from_203(models)
+            train_backward_after_step(models, start)
     (f,) = info.value.findings
     assert (f.code, f.subject.name, f.location.line) == ("GG001", "loss", line_of("AGAIN-BACKWARD"))
     assert f.before_crash is True
+    assert f.iteration == start + 1
+    # raised before PyTorch ran: zero_grad() had set every .grad to None, and it still is
+    assert all(p.grad is None for p in models[0].parameters())
 
 
 # ---- memory stays flat over 1,000 iterations ---------------------------------------------------------
