@@ -178,6 +178,14 @@ def _ratio_other_side(node: Any, logits: Any) -> Any:
     return nodes[1] if own[0] else nodes[0]
 
 
+def _histories(a: Any, b: Any) -> tuple[Any, Any] | None:
+    """The grad_fn of each of two tensors when both carry history, else None."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return None
+    ga, gb = a.grad_fn, b.grad_fn
+    return None if ga is None or gb is None else (ga, gb)
+
+
 def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any, Any] | None:
     """For the two factors of a product: (soft target, prediction, prediction node) when one is a
     probability and the other the log-probability of another distribution, or a difference or
@@ -185,12 +193,10 @@ def soft_target_pair(a: Any, b: Any) -> tuple[Any, Any, Any] | None:
     [hand-written soft targets]), else None. The prediction node is None when the prediction is
     the whole factor, else the node of the other distribution inside it. Both must carry
     history. Cheap: a few node type names."""
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-            and a.requires_grad and b.requires_grad):
+    nodes = _histories(a, b)
+    if nodes is None:
         return None
-    ga, gb = a.grad_fn, b.grad_fn
-    if ga is None or gb is None:
-        return None
+    ga, gb = nodes
     for t, x, gt, gx in ((a, b, ga, gb), (b, a, gb, ga)):
         p = _prob_node(gt)
         if p is None:
@@ -214,12 +220,10 @@ def xlogy_target_pair(x: Any, y: Any) -> tuple[Any, Any, Any] | None:
     history and `q` another distribution's probability (a cross-entropy), or a ratio of `p`'s
     distribution and another's (a KL: `xlogy(p, p / q)`), else None. `xlogy(p, p)` (an
     entropy) is None."""
-    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
-            and x.requires_grad and y.requires_grad):
+    nodes = _histories(x, y)
+    if nodes is None:
         return None
-    gx, gy = x.grad_fn, y.grad_fn
-    if gx is None or gy is None:
-        return None
+    gx, gy = nodes
     p = _prob_node(gx)
     if p is None:
         return None

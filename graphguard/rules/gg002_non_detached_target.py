@@ -119,10 +119,12 @@ class NonDetachedTarget(Rule):
             # term over a mixture of both networks) trains those parameters on purpose.
             # A KL written out (`p * (log p - log q)`): the factor also holds log p, so the
             # prediction judged is q's side inside it (event.input_node), not the whole factor.
-            if not (x_rg and isinstance(t, torch.Tensor) and t.requires_grad
-                    and _other_network(x, _leaves(t), event.input_node)):
+            if not (x_rg and isinstance(t, torch.Tensor) and t.requires_grad):
                 return None
-            if _untrained(ctx, _leaves(t)):
+            leaves = _leaves(t)
+            if not _other_network(x, leaves, event.input_node):
+                return None
+            if _untrained(ctx, leaves):
                 return [self._report(ctx, event, x, t, "soft target", _WASTED, severity="warning")]
             return [self._report(ctx, event, x, t, "soft target", "a soft target is a constant to "
                                  "fit: the gradient through it also trains the network that made it")]
