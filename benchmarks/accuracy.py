@@ -15,7 +15,10 @@ A run that takes longer than `--timeout` seconds is killed and counts as no dete
     python benchmarks/accuracy.py --no-baselines --category stale-graph,cut-path --json /tmp/r.json
     python benchmarks/accuracy.py --cases stale-graph/which_is_freed.py -j 2
 
-Scores (over the buggy cases; `early` over the cases that crash under plain PyTorch):
+Scores (over the buggy cases; `early` over the cases that crash under plain PyTorch). graphguard's
+detected, exact, located and named count only findings made from the guard's own evidence: a finding
+with before_crash: false explains an error PyTorch had already raised (GG903's account, which takes
+the family's code) and is counted in `after crash only` instead:
   detected  a finding (any severity) with one of the case category's codes (baselines: the program raises);
   exact     such a finding with the category's primary code (baselines: not applicable);
   located   such a finding's location, subject.created_at or a related location is the offender's
@@ -23,6 +26,7 @@ Scores (over the buggy cases; `early` over the cases that crash under plain PyTo
   named     such a finding's subject.name is the offender's name, `self.fc` and `model.fc` alike
             (baselines: the name appears in the error text);
   early     such a finding has before_crash: true (crash cases; baselines never);
+  after crash only  the category's codes came only in findings with before_crash: false;
   false alarms  clean programs with a finding of severity warning or error, or that raise (or
             leave no report) under graphguard (baselines: a clean program that raises).
 
@@ -75,6 +79,7 @@ class Outcome:
     located: bool = False
     named: bool = False
     early: bool = False
+    after_only: bool = False  # graphguard: the category's codes only in after-the-crash accounts
     alarm: bool = False  # clean cases: a false alarm
     patched: bool = False  # fix: a verified patch for the category's finding (buggy cases)
     changed: bool = False  # fix: a patch proposed for a clean case
@@ -187,6 +192,7 @@ def _alarm_text(o: Outcome) -> str:
 def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome, cwd: Path) -> None:
     findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
     o.findings = [{"code": f.get("code"), "severity": f.get("severity"),
+                   "before_crash": f.get("before_crash") is not False,
                    "name": (f.get("subject") or {}).get("name"),
                    "lines": sorted({f"{_label(p)}:{ln}" for p, ln in _places(f, cwd)})} for f in findings]
     if entry.get("clean"):
@@ -195,7 +201,10 @@ def _score_graphguard(entry: dict[str, Any], report: dict[str, Any], o: Outcome,
         o.alarm = o.status == "raised" or any(f.get("severity") in ("warning", "error") for f in findings)
         return
     codes = verify.CATEGORIES.get(entry.get("category", ""), ())
-    relevant = [f for f in findings if f.get("code") in codes]
+    family = [f for f in findings if f.get("code") in codes]
+    # Strict: an account of PyTorch's own error, given after it raised, is not a detection.
+    relevant = [f for f in family if f.get("before_crash") is not False]
+    o.after_only = bool(family) and not relevant
     targets = _targets(entry)
     name = (entry.get("offender") or {}).get("name")
     o.detected = bool(relevant)
@@ -433,6 +442,7 @@ class Score:
     located: int = 0
     named: int = 0
     early: int = 0
+    after_only: int = 0
     alarms: int = 0
     timeouts: int = 0
     patched: int = 0  # fix outcomes: buggy cases with a verified patch
@@ -462,6 +472,7 @@ def score(entries: Iterable[dict[str, Any]], outcomes: Iterable[Outcome]) -> Sco
         s.located += o.located
         s.named += o.named
         s.early += o.early and crash
+        s.after_only += o.after_only
     return s
 
 
@@ -472,7 +483,8 @@ def _pct(n: int, d: int) -> str:
 def _row(label: str, s: Score, baseline: bool = False) -> list[str]:
     return [label, _pct(s.detected, s.buggy), "-" if baseline else _pct(s.exact, s.buggy),
             _pct(s.located, s.buggy), _pct(s.named, s.buggy),
-            "-" if baseline else _pct(s.early, s.crash), _pct(s.alarms, s.clean)]
+            "-" if baseline else _pct(s.early, s.crash), "-" if baseline else _pct(s.after_only, s.buggy),
+            _pct(s.alarms, s.clean)]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -480,7 +492,8 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-HEADLINE = ["tool", "detected", "exact", "located", "named", "early (crash cases)", "false alarms (clean)"]
+HEADLINE = ["tool", "detected", "exact", "located", "named", "early (crash cases)", "after crash only",
+            "false alarms (clean)"]
 
 
 def headline(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> list[str]:
@@ -498,19 +511,19 @@ def per_category(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> list
     for cat in sorted({e["category"] for e in entries if not e.get("clean")}):
         mine = [e for e in entries if e["category"] == cat]
         s = score(mine, gg or fx)  # a fix-only run: the case counts from the fix outcomes
-        row = [f"{cat} ({', '.join(verify.CATEGORIES.get(cat, ()))})", str(s.buggy)] + _row("", s)[1:6]
+        row = [f"{cat} ({', '.join(verify.CATEGORIES.get(cat, ()))})", str(s.buggy)] + _row("", s)[1:7]
         if fx:
             f = score(mine, fx)
             row.append(_pct(f.patched, f.buggy))
         rows.append(row)
     s = score([e for e in entries if e.get("clean")], gg or fx)
     if s.clean:
-        row = ["clean", str(s.clean), "", "", "", "", f"false alarms {_pct(s.alarms, s.clean)}"]
+        row = ["clean", str(s.clean), "", "", "", "", "", f"false alarms {_pct(s.alarms, s.clean)}"]
         if fx:
             f = score([e for e in entries if e.get("clean")], fx)
             row.append(f"changed {_pct(f.changed, f.clean)}")
         rows.append(row)
-    header = ["category (codes)", "cases", "detected", "exact", "located", "named", "early"]
+    header = ["category (codes)", "cases", "detected", "exact", "located", "named", "early", "after crash only"]
     return _table(header + (["verified patch"] if fx else []), rows)
 
 
@@ -538,7 +551,8 @@ def _describe(o: Outcome) -> str:
         return o.status + (f" ({o.error})" if o.error else "")
     if not o.findings:
         return "nothing"
-    return "; ".join(f"{f['code']} `{f['name']}` at {', '.join(f['lines']) or '?'}" for f in o.findings)
+    return "; ".join(f"{f['code']}{'' if f.get('before_crash', True) else ' (after the crash)'} `{f['name']}` at "
+                     f"{', '.join(f['lines']) or '?'}" for f in o.findings)
 
 
 def render_docs(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
@@ -576,8 +590,10 @@ def render_docs(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
         "`torch.autograd.set_detect_anomaly(True)` set by a wrapper before the script runs. Columns "
         "(percentages over the buggy cases):",
         "",
-        "- **detected**: a finding of any severity whose code is one of the category's codes "
-        "(baselines: the program raises);",
+        "- **detected**: a finding of any severity whose code is one of the category's codes, made "
+        "from the guard's own evidence (baselines: the program raises). A finding with `before_crash: "
+        "false` is graphguard's account of an error PyTorch had already raised (GG903's, under the "
+        "family's code): it counts in **after crash only**, not here nor in exact, located and named;",
         "- **exact**: such a finding with the category's primary code;",
         "- **located**: such a finding's location, subject creation site or a related location is the "
         "offender's line or one of the fix lines (baselines: a line of the printed traceback, including "
@@ -587,6 +603,7 @@ def render_docs(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
         "the error text);",
         "- **early** (over the cases that crash under plain PyTorch): such a finding was reported "
         "before PyTorch raised (`before_crash`); baselines never are;",
+        "- **after crash only**: the category's codes came only in accounts given after PyTorch raised;",
         "- **false alarms** (over the clean programs): a finding of severity warning or error, or "
         "the program raises (or leaves no report) under graphguard, which it does not under plain "
         "PyTorch (baselines: the program raises).",

@@ -73,3 +73,33 @@ def test_a_clean_program_graphguard_breaks_is_a_false_alarm() -> None:
     warned = Outcome("clean/x.py", "graphguard", "ok", 0.0)
     _score_graphguard(clean, {"findings": [{"code": "GG008", "severity": "warning"}]}, warned, Path("."))
     assert warned.alarm and _alarm_text(warned) == "GG008"
+
+
+def _crash_case() -> dict:
+    return {"file": "inplace-saved-tensor/ddpg_agent_learn.py", "category": "inplace-saved-tensor",
+            "offender": {"name": "actor_loss", "line": 50}, "fix_lines": [50],
+            "symptom": {"kind": "raises"}}
+
+
+def _finding(before_crash: bool) -> dict:
+    path = str(Path(__file__).resolve().parents[1] / "benchmarks/realbugs/cases/inplace-saved-tensor/ddpg_agent_learn.py")
+    return {"code": "GG005", "severity": "error", "before_crash": before_crash,
+            "subject": {"name": "actor_loss", "created_at": {"file": path, "line": 50}},
+            "location": {"file": path, "line": 57}}
+
+
+def test_an_account_after_the_crash_is_not_a_detection() -> None:
+    """A finding with before_crash false (GG903 relabelled with the family's code) counts in its own
+    column, and not as detected, exact, located or named."""
+    from accuracy import Outcome, _score_graphguard, score
+
+    late = Outcome("inplace-saved-tensor/ddpg_agent_learn.py", "graphguard", "ok", 0.0)
+    _score_graphguard(_crash_case(), {"findings": [_finding(False)]}, late, Path("."))
+    assert (late.detected, late.exact, late.located, late.named, late.early) == (False,) * 5
+    assert late.after_only
+    early = Outcome("inplace-saved-tensor/ddpg_agent_learn.py", "graphguard", "ok", 0.0)
+    _score_graphguard(_crash_case(), {"findings": [_finding(False), _finding(True)]}, early, Path("."))
+    assert (early.detected, early.exact, early.located, early.named, early.early) == (True,) * 5
+    assert not early.after_only
+    s = score([_crash_case()], [late])
+    assert (s.detected, s.after_only, s.buggy, s.crash) == (0, 1, 1, 1)
