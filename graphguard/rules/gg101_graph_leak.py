@@ -17,6 +17,7 @@ from ..model import Finding, Frame, SourceLoc, Subject
 from .base import Rule, display
 from .context import RuleContext
 from .shared.growth import Growth
+from .shared.rounds import rounds_spanned
 
 __all__ = ["GraphLeak"]
 
@@ -198,7 +199,9 @@ class GraphLeak(Rule):
             if site is None and isinstance(st, Stamp) and m is None:
                 site = st.site  # the newest recorded node no backward ran through: the accumulation
         growth = None
-        if len(spans) >= MIN_SPAN:
+        # spans counted in training steps: one step of several optimizers is several iterations
+        steps = rounds_spanned(spans, ctx) if len(spans) >= MIN_SPAN else len(spans)
+        if steps >= MIN_SPAN:
             for i in counted:  # remembered on the nodes, which die with the leak
                 w.nodes[i].metadata[leak_key] = h.name
             # the growth plot's first points: the nodes kept now, by the iteration that made them
@@ -213,7 +216,7 @@ class GraphLeak(Rule):
         suspect = (len(roots) > 1 if h.kind == "container" else True if h.kind == "state"
                    else ctx.mark_of(roots[0]) is None
                    or (bool(spans) and roots[0] is not None and ctx.mark_key not in roots[0].metadata))
-        return _Verdict(len(spans), nodes, w.truncated, site, scalar, suspect, growth)
+        return _Verdict(steps, nodes, w.truncated, site, scalar, suspect, growth)
 
     def _count(self, h: Holder, latest: int, budget: list[int]) -> None:
         """One more point of a reported holder's growth plot: the graph nodes it keeps now."""

@@ -10,7 +10,7 @@ from typing import Any
 from ..context import RuleContext
 from .stale import StaleAnalysis
 
-__all__ = ["StepLog"]
+__all__ = ["StepLog", "rounds_spanned"]
 
 
 class StepLog:
@@ -67,3 +67,31 @@ class StepLog:
             if p is not None and id(p) not in stepped and ctx.is_optimized(p):
                 return True
         return False
+
+
+def rounds_spanned(ages: set[int], ctx: RuleContext) -> int:
+    """How many training steps the guard iterations `ages` fall in. A training step with several
+    optimizers ends one guard iteration per optimizer (CycleGAN's G, D_A and D_B), so one step's
+    values (`loss_D_A + loss_D_B`, summed after the last step) span several iterations without
+    piling anything up. Iterations are grouped in order: a new training step begins at an
+    iteration ended by an optimizer that already stepped in the current one. An iteration with no
+    step on the trail (ended by a backward, still under way, or its optimizer gone) is a step of
+    its own, so programs with one optimizer count as before."""
+    if len(ages) < 2:
+        return len(ages)
+    lo, hi = min(ages), max(ages)
+    ended = {it: o for it, o in ctx.steps_between(lo, hi + 1)}
+    rounds, current = 0, None  # current: ids of the optimizers that stepped in this round
+    out: set[int] = set()
+    for it in range(lo, hi + 1):
+        o = ended.get(it)
+        if o is None or current is None or id(o) in current:
+            rounds += 1
+            current = set()
+        if o is not None:
+            current.add(id(o))
+        else:
+            current = None  # nothing to group the next iteration with
+        if it in ages:
+            out.add(rounds)
+    return len(out)
