@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 from ..capture.graph import leaf_of
 from ..events import GradRead, ParamGroupAdded
@@ -150,8 +151,9 @@ class NonLeafParameter(Rule):
     ```
 
     ## Known problems
-    A `.grad` read is reported only when the copy is a straight chain from one leaf that the user
-    holds no other name for; reading `.grad` of an ordinary intermediate result is left alone.
+    A `.grad` read is reported when the tensor is a straight chain of single-input ops from one
+    leaf (a copy, named or not); reading `.grad` of an ordinary intermediate result of several
+    inputs is left alone.
     """
 
     code = "GG007"
@@ -162,6 +164,11 @@ class NonLeafParameter(Rule):
                 "{consequence}. {fix}")
     events = (ParamGroupAdded, GradRead)
     supersedes = ("GG103",)  # its leaf is meant to be trained
+
+    def __init__(self) -> None:
+        # copies already reported on a .grad read: one finding per copy, at its first read (a
+        # loop reads it at several lines); weak, so the rule keeps no tensor alive
+        self.told: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
     def check(self, event: ParamGroupAdded | GradRead, ctx: RuleContext) -> list[Finding] | None:
         if isinstance(event, ParamGroupAdded):
@@ -179,10 +186,13 @@ class NonLeafParameter(Rule):
         if not isinstance(t, torch.Tensor) or t.grad_fn is None or t.retains_grad:
             return None
         found = hidden_leaf(t)
-        # Only a copy whose leaf the user lost: reading .grad of a named leaf's derived value is
-        # a different mistake (an intermediate result), with a different fix (retain_grad).
-        if found is None or ctx.name_of(found[0]) is not None:
+        # Decided from the graph alone: the tensor read is nothing but a leaf moved, cast,
+        # scaled or sliced (a straight chain), so its .grad is None at every read, whatever the
+        # program calls the leaf. An intermediate result of several inputs (`h = x @ w`) is a
+        # different mistake (retain_grad) and is left alone.
+        if found is None or t in self.told:
             return None
+        self.told[t] = True
         return [self._finding(ctx, event, t, found, optimizer=False)]
 
     def _finding(self, ctx: RuleContext, event: Any, t: torch.Tensor,
@@ -214,7 +224,7 @@ class NonLeafParameter(Rule):
                 leaf_words = f"the tensor made with requires_grad=True by {rec.func}(...) {where}"
             related.append(Related("leaf", hit.name if hit else None, rec.func if rec else None,
                                    leaf_loc, rec.iteration if rec else None))
-            fix = self._fix(t, name, made_frame, leaf, hit.name if hit else None)
+            fix = self._fix(t, name, made_frame, leaf, hit.name if hit else None, optimizer)
         if made is not None:
             related += ctx.fix_at(ctx.loc(made[0]), name, "make the leaf last")
         consequence = ("the optimizer cannot update it (PyTorch raises \"can't optimize a non-leaf "
@@ -228,7 +238,12 @@ class NonLeafParameter(Rule):
 
     @staticmethod
     def _fix(t: torch.Tensor, name: str | None, made_frame: Any, leaf: torch.Tensor | None,
-             leaf_name: str | None) -> str:
+             leaf_name: str | None, optimizer: bool = True) -> str:
+        if leaf_name is not None and not optimizer:
+            # `w = base.type(torch.float32)`, then `w.grad`: the gradient is on `base`
+            who = name or "the copy"
+            return (f"Read `{leaf_name}.grad` (and update `{leaf_name}`), or make {who} the leaf: "
+                    f"`{who} = {leaf_name}.detach().<the same cast>.requires_grad_()` and train it instead")
         if leaf_name is not None:
             # a slice or view of a parameter the user holds: the parameter is the leaf
             return (f"Give the optimizer `{leaf_name}` itself; to train only part of it, zero the "
