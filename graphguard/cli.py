@@ -75,8 +75,40 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _split_module(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """`run`/`fix` with `-m MODULE`: everything after the module belongs to it, as with
+    `python -m` (`graphguard run -m torch.distributed.run --nproc_per_node 2 train.py`), so
+    argparse never reads the module's options as graphguard's. Returns graphguard's own
+    arguments and the module's (None without -m)."""
+    if not argv or argv[0] not in ("run", "fix"):
+        return argv, None
+    for i, tok in enumerate(argv[1:], 1):
+        if tok == "--":
+            return argv, None
+        if tok == "-m" and i + 1 < len(argv):
+            return argv[:i + 2], argv[i + 2:]
+        if tok.startswith("-m") and len(tok) > 2 and not tok.startswith("--"):
+            return argv[:i + 1], argv[i + 1:]  # `-mpkg.train`
+        if not tok.startswith("-"):
+            # a script (or an option's value: options that take one are spelled --opt=value
+            # or come before -m in the usual order) ends graphguard's own arguments
+            prev = argv[i - 1]
+            if prev in _VALUED:
+                continue
+            return argv, None
+    return argv, None
+
+
+# graphguard's own options of `run`/`fix` that take a value (the token after them is not a script)
+_VALUED = frozenset({"--json", "--report-dir", "--mode", "--select", "--ignore", "--fail-on", "--format",
+                     "--record-iterations", "--max-steps", "--timeout", "--max-runs"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    own, module_args = _split_module(list(sys.argv[1:] if argv is None else argv))
+    args = _parser().parse_args(own)
+    if module_args is not None:
+        args.args = module_args
     try:
         if args.command == "rules":
             return _cmd_rules()

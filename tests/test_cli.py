@@ -81,6 +81,21 @@ def test_run_module(tmp_path):
     assert any(f["code"] == "GG001" for f in rep["findings"])
 
 
+def test_module_gets_every_argument_after_it(tmp_path):
+    """As `python -m`: the module's own options (a launcher's --nproc_per_node, a script after
+    them, the script's options) are the module's, never graphguard's."""
+    pkg = tmp_path / "launch"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "run.py").write_text("import sys\nprint('argv', sys.argv[1:])\n")
+    p = gg("run", "--mode", "collect", "--no-diagrams", "--json", "r.json", "-m", "launch.run",
+           "--nproc_per_node", "2", "train.py", "--lr", "3", "-m", "x", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "argv ['--nproc_per_node', '2', 'train.py', '--lr', '3', '-m', 'x']" in p.stdout
+    q = gg("run", "--no-diagrams", "-mlaunch.run", "--mode", "raise", cwd=tmp_path)
+    assert q.returncode == 0 and "argv ['--mode', 'raise']" in q.stdout
+
+
 def test_report_rerender(tmp_path):
     (tmp_path / "train.py").write_text(STALE)
     gg("run", "--mode", "collect", "--no-diagrams", "--json", "r.json", "train.py", "2", cwd=tmp_path)
