@@ -8,7 +8,7 @@ TORCH_PIN ?= torch==2.13.0
 
 .PHONY: demo test bench accuracy docs clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py graphguard-startup.pth
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_PIN)"

@@ -343,35 +343,18 @@ def _follow_processes(args: Any, target: str) -> tuple[Any, str | None]:
         return None, None
 
 
+from .processes import build_report as _build_report, dump_json as _dump_json  # noqa: E402
+from .processes import process_findings as _process_findings, process_label as _process_label  # noqa: E402
+
+
 def _partial_reports(run_dir: str | None) -> list[dict[str, Any]]:
     from .processes import read_partial_reports
 
     return read_partial_reports(run_dir) if run_dir else []
 
 
-def _process_findings(parts: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[Any]]]:
-    """Each followed process (its `process` block) with its findings read back as Finding objects."""
-    from .model import Finding
-
-    out = []
-    for p in parts:
-        fs = []
-        for d in p["findings"]:
-            try:
-                fs.append(Finding.from_dict(d))
-            except Exception:  # a damaged entry: the others still count
-                pass
-        out.append((p["process"], fs))
-    return out
 
 
-def _process_label(proc: dict[str, Any]) -> str:
-    """`[rank 0, pid 4242, __mp_main__.train]`: whose findings follow."""
-    bits = [f"rank {proc['rank']}"] if proc.get("rank") is not None else []
-    bits.append(f"pid {proc.get('pid')}")
-    if proc.get("function"):
-        bits.append(str(proc["function"]))
-    return f"[{', '.join(bits)}]"
 
 
 def _print_user_traceback(e: BaseException, parts: list[dict[str, Any]] | None = None) -> None:
@@ -432,40 +415,8 @@ def _per_rank(path: str, rank: str | None, is_dir: bool = False) -> str:
     return f"{stem}.rank{rank}{ext}"
 
 
-def _dump_json(report: dict[str, Any], path: str) -> None:
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2)
-    except OSError as err:  # checked before the run; a full disk now must not hide the result
-        print(f"graphguard: error: cannot write {path}: {err.strerror or err}", file=sys.stderr)
 
 
-def _build_report(guard: Any, target: str, status: str, exc: BaseException | None,
-                  quiet: bool = False) -> dict[str, Any] | None:
-    """The JSON report; if a finding cannot be serialized (a graphguard bug), the report without
-    it, and one line saying so: the run's result must still be written."""
-    try:
-        return guard.report(target=target, status=status, exception=exc)
-    except Exception as err:
-        if not quiet:
-            print(f"graphguard: error: some findings left out of the report ({type(err).__name__}: "
-                  f"{err})", file=sys.stderr)
-    everything = guard.findings
-    try:
-        keep = []
-        for f in everything:
-            try:
-                f.to_dict()
-                keep.append(f)
-            except Exception:
-                pass
-        guard.findings = keep
-        return guard.report(target=target, status=status, exception=exc)
-    except Exception:
-        return None
-    finally:
-        guard.findings = everything
 
 
 def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseException | None,
@@ -513,6 +464,8 @@ def _write_outputs(guard: Any, args: Any, target: str, status: str, exc: BaseExc
         pass
     except Exception as err:
         print(f"graphguard: HTML report skipped ({type(err).__name__}: {err})", file=sys.stderr)
+
+
 
 
 if __name__ == "__main__":  # pragma: no cover

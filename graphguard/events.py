@@ -8,7 +8,7 @@ from .model import Site
 
 __all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
            "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock",
-           "DataAssign", "CheckpointCall", "AutogradError", "EmptyOptimizer"]
+           "DataAssign", "CheckpointCall", "AutogradError", "EmptyOptimizer", "DdpForward"]
 
 
 class Sink(NamedTuple):
@@ -172,3 +172,13 @@ class AutogradError(Event):
     tensors: list[Any]  # the op's tensor arguments (op), or the backward's roots
     call: Any = None  # the BackwardCall (backward)
     reported: int = 0  # error findings the rules made for this call before it ran
+
+
+@dataclass
+class DdpForward(Event):
+    """A DistributedDataParallel module's forward is about to run (GG017): `window` is what its
+    reducer was told to expect at the previous forward (capture.ddp.DdpWindow), None when it was
+    told nothing (no forward yet, grad off, or inside `no_sync()`)."""
+
+    module: Any
+    window: Any

@@ -18,6 +18,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 
 from .capture.backward import bind_backward, materialize_iterators, plain_tensor_backward
 from .capture.checkpoint import install_checkpoint_hook
+from .capture.ddp import install_ddp_hook
 from .capture.marks import SequenceMarks
 from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call, saved_hooks_enter
 from .capture.quiet import QuietShapes
@@ -482,6 +483,7 @@ class GraphGuard:
         self._patch(torch.optim.Optimizer, "__setstate__", self._wrap_optimizer_setstate(orig_setstate))
         self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
+        self._on_exit(install_ddp_hook(self.rec, self._foreign))  # GG017, GG018
         for name in FAST_PATH_MODULES:  # NOTE [fast paths see no mode] (capture/mode.py)
             cls = getattr(torch.nn, name)
             self._patch(cls, "__call__", fast_path_call(cls, self.rec, self._foreign))

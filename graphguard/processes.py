@@ -23,6 +23,7 @@ The parent reads the partial reports when the program ends and merges them into 
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -33,11 +34,18 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-__all__ = ["FollowSettings", "follow", "read_partial_reports", "PARTIAL_SUFFIX"]
+__all__ = ["FollowSettings", "follow", "read_partial_reports", "PARTIAL_SUFFIX", "ENV_FOLLOW",
+           "settings_from_env", "guard_this_process"]
 
 PARTIAL_SUFFIX = ".json"
 # the key of the preparation data our object rides under (multiprocessing ignores keys it does not know)
 _KEY = "graphguard"
+# NOTE [following every Python process]: spawn and forkserver children get the stowaway above;
+# any other Python process the run starts (torchrun's and `accelerate launch`'s workers are
+# `subprocess` children, srun's tasks are separate interpreters) inherits the environment, and
+# graphguard's startup hook (graphguard/_startup.py, a .pth file in site-packages) reads the
+# run's settings from this variable, as coverage.py's process-start hook reads its own.
+ENV_FOLLOW = "GRAPHGUARD_FOLLOW"
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,108 @@ def follow(settings: FollowSettings) -> Callable[[], None]:
         except OSError:
             pass
     _install(settings)
-    return _uninstall
+    unexport = _export(settings)
+
+    def undo() -> None:
+        _uninstall()
+        unexport()
+
+    return undo
+
+
+def _export(settings: FollowSettings) -> Callable[[], None]:
+    """Put the settings where every child process's startup hook reads them; returns the undo."""
+    before = os.environ.get(ENV_FOLLOW)
+    os.environ[ENV_FOLLOW] = json.dumps(asdict(settings))
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(ENV_FOLLOW, None)
+        else:
+            os.environ[ENV_FOLLOW] = before
+
+    return restore
+
+
+def settings_from_env() -> FollowSettings | None:
+    """The run's settings a parent exported (`GRAPHGUARD_FOLLOW`), or None (none, or unreadable)."""
+    text = os.environ.get(ENV_FOLLOW)
+    if not text:
+        return None
+    try:
+        state = json.loads(text)
+        state = dict(state, select=tuple(state.get("select", ())), ignore=tuple(state.get("ignore", ())))
+        return FollowSettings(**state)
+    except (ValueError, TypeError):
+        return None
+
+
+def _root_settings() -> FollowSettings:
+    """`GRAPHGUARD=1` with no run above this process: it is the run, with options from the
+    environment (graphguard/_startup.py lists them)."""
+    report_dir = os.path.abspath(os.environ.get("GRAPHGUARD_REPORT_DIR", "graphguard-report"))
+    mode = os.environ.get("GRAPHGUARD_MODE", "raise")
+    if mode not in ("raise", "warn", "collect"):
+        sys.stderr.write(f"graphguard: GRAPHGUARD_MODE={mode!r} is not raise, warn or collect; using raise\n")
+        mode = "raise"
+
+    def codes(var: str) -> tuple[str, ...]:
+        return tuple(c.strip() for c in os.environ.get(var, "").split(",") if c.strip())
+
+    argv = list(getattr(sys, "orig_argv", None) or sys.argv)
+    return FollowSettings(run_dir=os.path.join(report_dir, "processes"), target=" ".join(argv[1:]) or None,
+                          mode=mode, select=codes("GRAPHGUARD_SELECT"), ignore=codes("GRAPHGUARD_IGNORE"),
+                          diagrams=os.environ.get("GRAPHGUARD_DIAGRAMS", "1") != "0")
+
+
+def guard_this_process() -> None:
+    """Guard the rest of this process (the startup hook calls it once torch is imported): a guard
+    of the run's options is entered now and left at exit, when this process writes its partial
+    report for the run, or, as the run itself (`GRAPHGUARD=1`, nobody above), merges every
+    process's report, writes it and prints the findings."""
+    from .guard import GraphGuard
+    from .errors import GraphMisuseError  # noqa: F401 - loaded before any finding is raised
+
+    settings = settings_from_env()
+    root = settings is None or settings.parent_pid == os.getpid()
+    if settings is None:
+        settings = _root_settings()
+        follow(settings)  # clears old reports, follows spawned children, exports the settings
+    else:
+        _install(settings)  # this process's own spawned children are the run's too
+    guard = GraphGuard(mode=settings.mode, select=settings.select, ignore=settings.ignore,
+                       record_iterations=settings.record_iterations, max_steps=settings.max_steps)
+    guard.__enter__()
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "python"
+    ident = _Identity(os.getpid(), _rank_from_env(), os.path.basename(argv0), None)
+    seen: dict[str, BaseException | None] = {"exc": None}
+    done = threading.Event()
+    hook_before = sys.excepthook
+
+    def excepthook(kind: Any, value: Any, tb: Any) -> None:
+        seen["exc"] = value  # the program's uncaught exception, for the report's status
+        hook_before(kind, value, tb)
+
+    sys.excepthook = excepthook
+
+    def finish(status: str | None = None) -> None:
+        if done.is_set():
+            return
+        done.set()
+        exc = seen["exc"]
+        status = status or ("raised" if exc is not None else "ok")
+        try:
+            guard.__exit__(type(exc) if exc is not None else None, exc, None)
+        except Exception:
+            pass
+        if root:
+            report_followed_run(guard, settings, status, exc)
+        elif guard.findings or guard.backward_calls or guard.steps:
+            # a process that never trained (a launcher, a helper) adds nothing to the run's report
+            _write_partial(guard, settings, ident, status, exc)
+
+    _on_sigterm(lambda: finish("terminated"))
+    atexit.register(finish)
 
 
 def _install(settings: FollowSettings) -> None:
@@ -360,3 +469,90 @@ def read_partial_reports(run_dir: str) -> list[dict[str, Any]]:
                 and isinstance(data.get("findings"), list):
             out.append(data)
     return out
+
+
+def report_followed_run(guard: Any, settings: Any, status: str, exc: BaseException | None) -> None:
+    """The end of a run started by `GRAPHGUARD=1` rather than by `graphguard run` (graphguard/
+    _startup.py): this process's report merged with its children's, written to
+    `<report dir>/graphguard.json`, and the findings printed as `graphguard run` prints them."""
+    from .report.text import render_findings, render_summary_line
+
+    report_dir = os.path.dirname(settings.run_dir)
+    parts = read_partial_reports(settings.run_dir)
+    report = build_report(guard, settings.target or "python", status, exc, quiet=True)
+    if report is not None:
+        from .report.json_report import merge_processes
+
+        report = merge_processes(report, parts, os.getpid(), None)
+        path = os.environ.get("GRAPHGUARD_JSON") or os.path.join(report_dir, "graphguard.json")
+        dump_json(report, path)
+    try:
+        own, theirs = guard.findings, process_findings(parts)
+        everything = own + [f for _, fs in theirs for f in fs]
+        if own:
+            sys.stderr.write(render_findings(own))
+        for proc, fs in theirs:
+            if fs:
+                sys.stderr.write(f"\n{process_label(proc)}" + render_findings(fs))
+        followed = f" ({len(parts) + 1} processes)" if parts else ""
+        where = f"; report {os.path.relpath(path)}" if report is not None else ""
+        sys.stderr.write(f"{render_summary_line(everything)}{followed}{where}\n")
+    except Exception as err:  # a wording bug must not hide the result
+        sys.stderr.write(f"graphguard: error: cannot word the findings ({type(err).__name__}: {err})\n")
+
+def process_findings(parts: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[Any]]]:
+    """Each followed process (its `process` block) with its findings read back as Finding objects."""
+    from .model import Finding
+
+    out = []
+    for p in parts:
+        fs = []
+        for d in p["findings"]:
+            try:
+                fs.append(Finding.from_dict(d))
+            except Exception:  # a damaged entry: the others still count
+                pass
+        out.append((p["process"], fs))
+    return out
+
+def process_label(proc: dict[str, Any]) -> str:
+    """`[rank 0, pid 4242, __mp_main__.train]`: whose findings follow."""
+    bits = [f"rank {proc['rank']}"] if proc.get("rank") is not None else []
+    bits.append(f"pid {proc.get('pid')}")
+    if proc.get("function"):
+        bits.append(str(proc["function"]))
+    return f"[{', '.join(bits)}]"
+
+def dump_json(report: dict[str, Any], path: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2)
+    except OSError as err:  # checked before the run; a full disk now must not hide the result
+        print(f"graphguard: error: cannot write {path}: {err.strerror or err}", file=sys.stderr)
+
+def build_report(guard: Any, target: str, status: str, exc: BaseException | None,
+                  quiet: bool = False) -> dict[str, Any] | None:
+    """The JSON report; if a finding cannot be serialized (a graphguard bug), the report without
+    it, and one line saying so: the run's result must still be written."""
+    try:
+        return guard.report(target=target, status=status, exception=exc)
+    except Exception as err:
+        if not quiet:
+            print(f"graphguard: error: some findings left out of the report ({type(err).__name__}: "
+                  f"{err})", file=sys.stderr)
+    everything = guard.findings
+    try:
+        keep = []
+        for f in everything:
+            try:
+                f.to_dict()
+                keep.append(f)
+            except Exception:
+                pass
+        guard.findings = keep
+        return guard.report(target=target, status=status, exception=exc)
+    except Exception:
+        return None
+    finally:
+        guard.findings = everything

@@ -25,6 +25,8 @@ from .gg101_graph_leak import GraphLeak
 from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 from .gg016_param_data_assign import ParamDataAssign
 from .gg014_no_grad_forward import NoGradForward
+from .gg017_ddp_unused_parameter import DdpUnusedParameter
+from .gg018_ddp_backward_twice import DdpBackwardTwice
 from .gg903_unexplained_autograd_error import UnexplainedAutogradError
 from .gg901_internal_error import InternalError
 from .gg902_compiled_code import CompiledCode
@@ -55,6 +57,8 @@ ALL_RULES: list[type[Rule]] = [
     UnexplainedAutogradError,
     CheckpointNoGradInput,
     ParamDataAssign,
+    DdpUnusedParameter,
+    DdpBackwardTwice,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}

@@ -11,6 +11,7 @@ import torch
 from ..lookup.names import NameHit, find_held_object, find_name, find_names, find_objects, live_user_frames, resolve
 from ..lookup.origins import made_name, origin_of, origin_of_name
 from ..lookup.source import assigned_targets, inplace_receivers, target_lines
+from ..capture.ddp import DdpWindow, declared_unused, open_windows
 from ..capture.graph import summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
@@ -95,6 +96,15 @@ class RuleContext:
         # shared analyses of the event being judged: (analysis, id(event)) -> result
         self._memo: dict[tuple[Callable[..., Any], int], Any] = {}
         self._memo_events: list[weakref.ref] = []
+
+    # ---- distributed ----------------------------------------------------------------------------
+    def ddp_windows(self) -> list[DdpWindow]:
+        """The DDP modules whose reducer waits for gradients now (capture/ddp.py), one window each."""
+        return open_windows(self._rec)
+
+    def ddp_unused_declared(self, t: Any) -> bool:
+        """`t` belongs to a DDP module built with find_unused_parameters=True (capture/ddp.py)."""
+        return declared_unused(self._rec, t)
 
     # ---- time -----------------------------------------------------------------------------------
     @property

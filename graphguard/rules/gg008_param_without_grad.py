@@ -549,6 +549,16 @@ class ParamWithoutGrad(Rule):
                        "replaced after it was built)")
                 fix = (f"build {opt_name} over the parameters of the model the loss is computed "
                        "from, after the model is final (create the model once, then the optimizer)")
+            elif ctx.ddp_unused_declared(p):
+                # DDP was told some parameters may get no gradient (find_unused_parameters=True):
+                # a layer kept but unused is the program's stated choice. Told, not alarmed.
+                severity = "info"
+                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps; "
+                       "the DistributedDataParallel module that holds it was built with "
+                       "find_unused_parameters=True or static_graph=True, which allow that")
+                fix = (f"if {name or 'it'} should train, make the forward use it; otherwise freeze "
+                       "it with requires_grad_(False) (find_unused_parameters' graph walk costs "
+                       "every iteration)")
             elif all(ctx.leaf_read(q) for q in members):
                 # The forward reads it, but what it computes never reaches a loss: a pretrained
                 # model's pooler or an extra head whose output is left unused is a correct
