@@ -29,6 +29,16 @@ def _count(text: str) -> int:
     return n
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="graphguard", description="Find autograd graph misuse in PyTorch code.")
     p.add_argument("--version", action="version", version=f"graphguard {__version__}")
@@ -50,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="iterations recorded in full before the light mode (default 2)")
     run.add_argument("--max-steps", type=_count, default=None, metavar="N",
                      help="stop the program cleanly after N optimizer steps")
+    run.add_argument("--hang-timeout", type=_seconds, default=None, metavar="S",
+                     help="under torch.distributed: seconds a collective may wait before the ranks "
+                          "are compared; a deadlock is reported (GG019) and ends the run "
+                          "(default 60, or GRAPHGUARD_HANG_TIMEOUT; 0: off)")
     run.add_argument("script", nargs="?", help="the script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     fx = sub.add_parser("fix", help="propose patches for a script's findings, each verified by a guarded re-run")
@@ -101,7 +115,7 @@ def _split_module(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 # graphguard's own options of `run`/`fix` that take a value (the token after them is not a script)
 _VALUED = frozenset({"--json", "--report-dir", "--mode", "--select", "--ignore", "--fail-on", "--format",
-                     "--record-iterations", "--max-steps", "--timeout", "--max-runs"})
+                     "--record-iterations", "--max-steps", "--timeout", "--max-runs", "--hang-timeout"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,10 +231,17 @@ def _cmd_run(args: Any) -> int:
     script_args = list(args.args or [])
     if args.module and args.script:  # `-m pkg.mod a b`: argparse put `a` in script
         script_args.insert(0, args.script)
+    if args.hang_timeout is None:
+        from .processes import hang_timeout_from_env
+
+        args.hang_timeout = hang_timeout_from_env(60.0)
     guard = GraphGuard(mode=args.mode, select=_codes(args.select), ignore=_codes(args.ignore),
-                       record_iterations=args.record_iterations, max_steps=args.max_steps)
+                       record_iterations=args.record_iterations, max_steps=args.max_steps,
+                       hang_timeout=args.hang_timeout or None)
     status, exc, script_rc = "ok", None, 0
     unfollow, run_dir = _follow_processes(args, target)
+    # GG019 ends a deadlocked rank from the guard's watchdog thread: write what we have first
+    guard.at_hang(lambda: _write_outputs(guard, args, target, "hung", None, _partial_reports(run_dir)))
     pending_tb: BaseException | None = None  # printed once the workers' reports are read
     old_argv = sys.argv[:]
     sys.argv = [target, *script_args]
@@ -334,7 +355,7 @@ def _follow_processes(args: Any, target: str) -> tuple[Any, str | None]:
                               and not args.module else target, mode=args.mode,
                               select=tuple(_codes(args.select)), ignore=tuple(_codes(args.ignore)),
                               record_iterations=args.record_iterations, max_steps=args.max_steps,
-                              diagrams=not args.no_diagrams)
+                              hang_timeout=args.hang_timeout or None, diagrams=not args.no_diagrams)
     try:
         return follow(settings), run_dir
     except Exception as err:

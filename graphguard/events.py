@@ -8,7 +8,7 @@ from .model import Site
 
 __all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
            "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock",
-           "DataAssign", "CheckpointCall", "AutogradError", "EmptyOptimizer", "DdpForward"]
+           "DataAssign", "CheckpointCall", "AutogradError", "EmptyOptimizer", "DdpForward", "RanksStalled"]
 
 
 class Sink(NamedTuple):
@@ -177,8 +177,20 @@ class AutogradError(Event):
 @dataclass
 class DdpForward(Event):
     """A DistributedDataParallel module's forward is about to run (GG017): `window` is what its
-    reducer was told to expect at the previous forward (capture.ddp.DdpWindow), None when it was
-    told nothing (no forward yet, grad off, or inside `no_sync()`)."""
+    reducer was told to expect at the previous forward (capture.ddp.DdpWindow; `sync` False for
+    a forward inside `no_sync()`), None when there was none (no forward yet, or grad off)."""
 
     module: Any
     window: Any
+
+
+@dataclass
+class RanksStalled(Event):
+    """This rank has waited in a collective past the hang timeout, and every rank's account
+    (capture.ranks.RankState) says none of them can go on (GG019). `site` is this rank's call."""
+
+    me: Any  # this rank's RankState
+    ranks: list  # every rank's RankState, by rank
+    timeout: float  # the hang timeout
+    waited: float  # seconds this rank had waited in its call when the accounts were read
+

@@ -18,7 +18,8 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
 
 from .capture.backward import bind_backward, materialize_iterators, plain_tensor_backward
 from .capture.checkpoint import install_checkpoint_hook
-from .capture.ddp import install_ddp_hook
+from .capture.ddp import install_ddp_hook, open_windows
+from .capture.ranks import DEFAULT_HANG_TIMEOUT, RankTracker, install_collective_hooks
 from .capture.marks import SequenceMarks
 from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call, saved_hooks_enter
 from .capture.quiet import QuietShapes
@@ -239,6 +240,10 @@ class GraphGuard:
         max_walk: most graph nodes examined before one backward.
         max_steps: stop the program after this many optimizer steps (``StepLimitReached``, a
             ``SystemExit(0)`` raised out of the step); ``None`` (default): never.
+        hang_timeout: under torch.distributed with two or more ranks, seconds one collective call
+            may wait before the ranks' calls are compared (GG019). When they show a certain
+            deadlock the finding is reported, the ``at_hang`` callbacks run and the process ends
+            with status 1 instead of hanging. ``None`` or ``0``: never compare.
 
     Example::
 
@@ -265,7 +270,8 @@ class GraphGuard:
 
     def __init__(self, mode: str = "raise", select: Iterable[str] | None = None,
                  ignore: Iterable[str] | None = None, record_iterations: int | None = 2,
-                 max_walk: int = 1_000_000, max_steps: int | None = None) -> None:
+                 max_walk: int = 1_000_000, max_steps: int | None = None,
+                 hang_timeout: float | None = DEFAULT_HANG_TIMEOUT) -> None:
         if mode not in ("raise", "warn", "collect"):
             raise GraphGuardUsageError(f"unknown mode {mode!r}: use raise, warn or collect")
         self.mode = mode
@@ -275,6 +281,10 @@ class GraphGuard:
         self.record_iterations = record_iterations
         self.max_walk = max_walk
         self.max_steps = max_steps  # stop the program cleanly after this many optimizer steps
+        if hang_timeout is not None and (not isinstance(hang_timeout, (int, float)) or hang_timeout < 0):
+            raise GraphGuardUsageError(f"hang_timeout must be a number of seconds >= 0, not {hang_timeout!r}")
+        self.hang_timeout = hang_timeout
+        self._at_hang: list[Callable[[], None]] = []
         n = next(_COUNTER)
         self._stamp_key = f"graphguard.{n}.made"
         self._mark_key = f"graphguard.{n}.traversed"
@@ -316,6 +326,8 @@ class GraphGuard:
                                self.engine.request_details, self._seq_marks, self._judge_through,
                                self._trail)
         self.engine.attach(self.rec, self.ctx)
+        # each rank's collective calls, shared with the other ranks (GG019; capture/ranks.py)
+        self._ranks = RankTracker(self._on_ranks_stalled, self._internal_error, hang_timeout)
         # which step-level events some rule still judges in a skimmed iteration
         self._skim_listens_done = self.engine.skim_listens(BackwardDone)
         self._skim_listens_step = self.engine.skim_listens(StepCall)
@@ -416,7 +428,7 @@ class GraphGuard:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with GraphGuard(self.mode, self.select, self.ignore, self.record_iterations, self.max_walk,
-                            self.max_steps) as g:
+                            self.max_steps, self.hang_timeout) as g:
                 wrapper.guard = g  # type: ignore[attr-defined]
                 return fn(*args, **kwargs)
 
@@ -483,7 +495,9 @@ class GraphGuard:
         self._patch(torch.optim.Optimizer, "__setstate__", self._wrap_optimizer_setstate(orig_setstate))
         self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
         self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
-        self._on_exit(install_ddp_hook(self.rec, self._foreign))  # GG017, GG018
+        self._on_exit(self._ranks.close)  # the other ranks learn that this one has finished
+        self._on_exit(install_ddp_hook(self.rec, self._foreign, self._ranks))  # GG017, GG018
+        self._on_exit(install_collective_hooks(self._ranks, self._foreign))  # GG019
         for name in FAST_PATH_MODULES:  # NOTE [fast paths see no mode] (capture/mode.py)
             cls = getattr(torch.nn, name)
             self._patch(cls, "__call__", fast_path_call(cls, self.rec, self._foreign))
@@ -693,6 +707,16 @@ class GraphGuard:
 
     @_hidden_from_dynamo
     def _backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        ranks = self._ranks
+        if (ranks.state is not None and api == "backward" and not self._in_backward
+                and not self._foreign() and any(w.sync for w in open_windows(self.rec))):
+            # DDP all-reduces inside this backward: a collective call of this rank (GG019)
+            with ranks.blocking("backward", user_site(2)):
+                return self._watched_backward(api, orig, args, kwargs)
+        return self._watched_backward(api, orig, args, kwargs)
+
+    @_hidden_from_dynamo
+    def _watched_backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         if self._in_backward or self.rec.busy or self._foreign() or _is_compiling():
             # (compiling: AOTAutograd tracing a compiled region's backward, not the user's)
             return orig(*args, **kwargs)
@@ -1092,6 +1116,8 @@ class GraphGuard:
     def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> Any:
         if self.rec.busy or self._foreign():
             return None
+        if self._ranks.state is not None:
+            self._ranks.note_step(user_site(1))
         # args holds the optimizer first, then step's own arguments
         closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
         if callable(closure):
@@ -1199,6 +1225,30 @@ class GraphGuard:
 
     def _internal_error(self, err: BaseException, doing: str) -> None:
         self.engine.internal_error(err, doing)
+
+    def at_hang(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` (no arguments) when GG019 has found the ranks deadlocked, before the
+        process ends: the place to write a report. Called from the guard's watchdog thread."""
+        self._at_hang.append(fn)
+
+    def _on_ranks_stalled(self, event: Event) -> None:
+        """The watchdog thread: the ranks are deadlocked (capture/ranks.py). Judge it (GG019 is
+        recorded, and warned unless collecting), let the run write its reports, and end this
+        process: its main thread waits inside a collective that will never return."""
+        try:
+            self._dispatch(event, raising=False)
+        except Exception as err:
+            self._internal_error(err, "judging the ranks' collective calls")
+        for fn in list(self._at_hang):
+            failsafe(self._internal_error, "writing the report of a hung rank", fn)
+        try:
+            sys.stderr.write(f"graphguard: rank {event.me.rank}: the ranks are deadlocked "  # type: ignore[attr-defined]
+                             "(GG019); ending this process with status 1\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+        except Exception:
+            pass
+        os._exit(1)
 
     # ---- results --------------------------------------------------------------------------------
     def report(self, target: str | None = None, status: str = "ok",

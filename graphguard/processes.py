@@ -60,6 +60,7 @@ class FollowSettings:
     ignore: tuple[str, ...] = ()
     record_iterations: int | None = 2
     max_steps: int | None = None
+    hang_timeout: float | None = 60.0  # GraphGuard's default (capture/ranks.py DEFAULT_HANG_TIMEOUT)
     diagrams: bool = True  # each process's diagrams go to <run_dir>/<pid>/graphs/
     parent_pid: int = field(default_factory=os.getpid)
 
@@ -160,7 +161,25 @@ def _root_settings() -> FollowSettings:
     argv = list(getattr(sys, "orig_argv", None) or sys.argv)
     return FollowSettings(run_dir=os.path.join(report_dir, "processes"), target=" ".join(argv[1:]) or None,
                           mode=mode, select=codes("GRAPHGUARD_SELECT"), ignore=codes("GRAPHGUARD_IGNORE"),
+                          hang_timeout=hang_timeout_from_env(60.0),
                           diagrams=os.environ.get("GRAPHGUARD_DIAGRAMS", "1") != "0")
+
+
+def hang_timeout_from_env(default: float | None) -> float | None:
+    """`GRAPHGUARD_HANG_TIMEOUT` (seconds; 0 turns GG019's watch off), or `default` when unset
+    or not a number (said once on stderr)."""
+    text = os.environ.get("GRAPHGUARD_HANG_TIMEOUT", "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+        if value < 0 or value != value:
+            raise ValueError
+    except ValueError:
+        sys.stderr.write(f"graphguard: GRAPHGUARD_HANG_TIMEOUT={text!r} is not a number of seconds; "
+                         f"using {default}\n")
+        return default
+    return value or None
 
 
 def guard_this_process() -> None:
@@ -179,7 +198,8 @@ def guard_this_process() -> None:
     else:
         _install(settings)  # this process's own spawned children are the run's too
     guard = GraphGuard(mode=settings.mode, select=settings.select, ignore=settings.ignore,
-                       record_iterations=settings.record_iterations, max_steps=settings.max_steps)
+                       record_iterations=settings.record_iterations, max_steps=settings.max_steps,
+                       hang_timeout=settings.hang_timeout)
     guard.__enter__()
     argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "python"
     ident = _Identity(os.getpid(), _rank_from_env(), os.path.basename(argv0), None)
@@ -210,6 +230,7 @@ def guard_this_process() -> None:
             _write_partial(guard, settings, ident, status, exc)
 
     _on_sigterm(lambda: finish("terminated"))
+    guard.at_hang(lambda: finish("hung"))  # GG019: the process ends without atexit
     atexit.register(finish)
 
 
@@ -338,7 +359,8 @@ def _guarded_run(run: Callable[[], None], proc: Any, settings: FollowSettings) -
         from .errors import GraphMisuseError  # noqa: F401 - loaded before any finding is raised
 
         guard = GraphGuard(mode=settings.mode, select=settings.select, ignore=settings.ignore,
-                           record_iterations=settings.record_iterations, max_steps=settings.max_steps)
+                           record_iterations=settings.record_iterations, max_steps=settings.max_steps,
+                           hang_timeout=settings.hang_timeout)
     except Exception:  # graphguard cannot guard here: the process runs as without it
         run()
         return
@@ -361,6 +383,7 @@ def _guarded_run(run: Callable[[], None], proc: Any, settings: FollowSettings) -
             _write_partial(guard, settings, ident, status, exc)
 
     restore = _on_sigterm(lambda: write("terminated", None))
+    guard.at_hang(lambda: write("hung", None))
     status, exc = "ok", None
     try:
         with guard:

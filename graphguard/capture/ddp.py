@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -27,7 +27,11 @@ from ..model import Site
 from .recorder import Recorder
 from .sites import user_site
 
-__all__ = ["DdpWindow", "install_ddp_hook", "open_windows", "declared_unused"]
+if TYPE_CHECKING:
+    from .ranks import RankTracker
+
+__all__ = ["DdpWindow", "install_ddp_hook", "open_windows", "declared_unused", "collective_calls",
+           "reduced_windows"]
 
 
 @dataclass(eq=False)
@@ -47,6 +51,9 @@ class DdpWindow:
     iteration: int = 0
     # how many gradients each parameter received in this window, by index
     grads: list[int] = field(default_factory=list)
+    # this rank's collective calls (capture/ranks.py) when the window's latest gradient came:
+    # a later call may be the user's own all-reduce of gradients kept local by no_sync() (GG020)
+    calls_at_grad: int = 0
 
     def reached(self) -> set[int]:
         return {i for i, n in enumerate(self.grads) if n}
@@ -61,8 +68,13 @@ class DdpWindow:
 class _ModuleHooks:
     """The grad hooks of one DDP module's parameters, and its current window."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, ranks: "RankTracker | None") -> None:
         self.window: DdpWindow | None = None
+        self.ranks = ranks
+        # the synced windows that received gradients in iteration `reduced_iteration`: each one
+        # all-reduced (GG105 counts them between two steps)
+        self.reduced_iteration = -1
+        self.reduced: list[DdpWindow] = []
         self.handles: list[Any] = []
         self.names: list[str] = []
         self.params: list[weakref.ref] = []
@@ -83,9 +95,19 @@ class _ModuleHooks:
             hooks = me()
             window = hooks.window if hooks is not None else None
             if window is not None and i < len(window.grads):
+                if window.sync and not any(window.grads):
+                    hooks.note_reduced(window)  # type: ignore[union-attr]
                 window.grads[i] += 1
+                st = hooks.ranks.state if hooks.ranks is not None else None  # type: ignore[union-attr]
+                if st is not None:
+                    window.calls_at_grad = st.calls
 
         return counted
+
+    def note_reduced(self, window: DdpWindow) -> None:
+        if window.iteration != self.reduced_iteration:
+            self.reduced_iteration, self.reduced = window.iteration, []
+        self.reduced.append(window)
 
     def remove(self) -> None:
         for h in self.handles:
@@ -96,9 +118,11 @@ class _ModuleHooks:
         self.handles.clear()
 
 
-def install_ddp_hook(rec: Recorder, foreign: Callable[[], bool]) -> Callable[[], None]:
+def install_ddp_hook(rec: Recorder, foreign: Callable[[], bool],
+                     ranks: "RankTracker | None" = None) -> Callable[[], None]:
     """Wrap DistributedDataParallel.forward for `rec`; returns the undo (a no-op without
-    torch.distributed)."""
+    torch.distributed). With `ranks`, a forward that broadcasts the module's buffers first
+    (`broadcast_buffers=True` and buffers to send) counts as one of this rank's collective calls."""
     try:
         from torch.nn.parallel import DistributedDataParallel as DDP
     except ImportError:  # pragma: no cover - a torch built without distributed
@@ -108,6 +132,7 @@ def install_ddp_hook(rec: Recorder, foreign: Callable[[], bool]) -> Callable[[],
     base = DDP.forward
     modules: "weakref.WeakKeyDictionary[Any, _ModuleHooks]" = weakref.WeakKeyDictionary()
     _REGISTRY[id(rec)] = modules
+    _RANKS[id(rec)] = ranks
 
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         if foreign() or rec.busy or torch.compiler.is_compiling():
@@ -115,19 +140,25 @@ def install_ddp_hook(rec: Recorder, foreign: Callable[[], bool]) -> Callable[[],
         hooks = modules.get(self)
         if hooks is None:
             try:
-                hooks = modules[self] = _ModuleHooks(self)
+                hooks = modules[self] = _ModuleHooks(self, ranks)
             except Exception as err:  # unwatched, said once
                 rec.sink.internal_error(err, "watching a DistributedDataParallel module")
                 return base(self, *args, **kwargs)
         site = user_site(1)
         rec.sink.dispatch(DdpForward(site, self, hooks.window))  # may raise: before DDP's own check
-        out = base(self, *args, **kwargs)
-        sync = bool(torch.is_grad_enabled() and getattr(self, "require_backward_grad_sync", True))
+        if ranks is not None and ranks.ready() and _broadcasts(self):
+            with ranks.blocking("forward", site):
+                out = base(self, *args, **kwargs)
+        else:
+            out = base(self, *args, **kwargs)
+        grad_on = torch.is_grad_enabled()
+        sync = bool(grad_on and getattr(self, "require_backward_grad_sync", True))
         find_unused = bool(getattr(self, "find_unused_parameters", False))
         static = bool(getattr(self, "static_graph", False))
+        # a forward inside no_sync() gets a window too (sync False): its gradients stay local
         hooks.window = DdpWindow(weakref.ref(self), site, sync and not find_unused and not static, sync,
                                  find_unused, static, hooks.names, hooks.params, rec.clock.iteration,
-                                 [0] * len(hooks.names)) if sync else None
+                                 [0] * len(hooks.names)) if grad_on else None
         return out
 
     DDP.forward = forward
@@ -137,6 +168,7 @@ def install_ddp_hook(rec: Recorder, foreign: Callable[[], bool]) -> Callable[[],
             hooks.remove()
         modules.clear()
         _REGISTRY.pop(id(rec), None)
+        _RANKS.pop(id(rec), None)
         if DDP.__dict__.get("forward") is forward:
             if had:
                 DDP.forward = old
@@ -146,16 +178,42 @@ def install_ddp_hook(rec: Recorder, foreign: Callable[[], bool]) -> Callable[[],
     return undo
 
 
+def _broadcasts(module: Any) -> bool:
+    """The forward starts with a broadcast of the module's buffers from rank 0 (a collective)."""
+    try:
+        return bool(module.will_sync_module_buffers())
+    except Exception:  # an older or newer DDP without it: not counted
+        return False
+
+
 # the watched modules of each recorder (one guard, one recorder)
 _REGISTRY: dict[int, "weakref.WeakKeyDictionary[Any, _ModuleHooks]"] = {}
+_RANKS: dict[int, "RankTracker | None"] = {}
+
+
+def collective_calls(rec: Recorder) -> int:
+    """This rank's collective calls so far (capture/ranks.py); 0 with one rank or none."""
+    ranks = _RANKS.get(id(rec))
+    st = ranks.state if ranks is not None else None
+    return st.calls if st is not None else 0
 
 
 def open_windows(rec: Recorder) -> list[DdpWindow]:
-    """The DDP windows of `rec`'s guard whose reducer waits for gradients now."""
+    """The current window of each DDP module of `rec`'s guard (`sync`: its reducer waits for
+    gradients; False: a forward inside no_sync())."""
     modules = _REGISTRY.get(id(rec))
     if not modules:
         return []
     return [h.window for h in list(modules.values()) if h.window is not None]
+
+
+def reduced_windows(rec: Recorder, iteration: int) -> list[list[DdpWindow]]:
+    """For each DDP module of `rec`'s guard, its synced windows that received gradients in
+    `iteration` (each one an all-reduce), in order; modules with none are left out."""
+    modules = _REGISTRY.get(id(rec))
+    if not modules:
+        return []
+    return [list(h.reduced) for h in list(modules.values()) if h.reduced and h.reduced_iteration == iteration]
 
 
 def declared_unused(rec: Recorder, t: Any) -> bool:

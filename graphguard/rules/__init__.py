@@ -27,6 +27,9 @@ from .gg016_param_data_assign import ParamDataAssign
 from .gg014_no_grad_forward import NoGradForward
 from .gg017_ddp_unused_parameter import DdpUnusedParameter
 from .gg018_ddp_backward_twice import DdpBackwardTwice
+from .gg019_ranks_diverged import RanksDiverged
+from .gg020_no_sync_never_reduced import NoSyncNeverReduced
+from .gg105_ddp_accumulation_without_no_sync import DdpAccumulationWithoutNoSync
 from .gg903_unexplained_autograd_error import UnexplainedAutogradError
 from .gg901_internal_error import InternalError
 from .gg902_compiled_code import CompiledCode
@@ -59,6 +62,9 @@ ALL_RULES: list[type[Rule]] = [
     ParamDataAssign,
     DdpUnusedParameter,
     DdpBackwardTwice,
+    RanksDiverged,
+    NoSyncNeverReduced,
+    DdpAccumulationWithoutNoSync,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}

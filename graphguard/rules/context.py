@@ -11,7 +11,7 @@ import torch
 from ..lookup.names import NameHit, find_held_object, find_name, find_names, find_objects, live_user_frames, resolve
 from ..lookup.origins import made_name, origin_of, origin_of_name
 from ..lookup.source import assigned_targets, inplace_receivers, target_lines
-from ..capture.ddp import DdpWindow, declared_unused, open_windows
+from ..capture.ddp import DdpWindow, collective_calls, declared_unused, open_windows, reduced_windows
 from ..capture.graph import summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
@@ -99,8 +99,18 @@ class RuleContext:
 
     # ---- distributed ----------------------------------------------------------------------------
     def ddp_windows(self) -> list[DdpWindow]:
-        """The DDP modules whose reducer waits for gradients now (capture/ddp.py), one window each."""
+        """The current window of each DDP module (capture/ddp.py): since its latest forward with
+        grad on; `sync` False for a forward inside no_sync()."""
         return open_windows(self._rec)
+
+    def ddp_reduced_windows(self) -> list[list[DdpWindow]]:
+        """Per DDP module, its synced windows that received gradients in this iteration (each
+        one an all-reduce; capture/ddp.py)."""
+        return reduced_windows(self._rec, self.iteration)
+
+    def collective_calls(self) -> int:
+        """This rank's collective calls so far (capture/ranks.py; 0 with a single rank)."""
+        return collective_calls(self._rec)
 
     def ddp_unused_declared(self, t: Any) -> bool:
         """`t` belongs to a DDP module built with find_unused_parameters=True (capture/ddp.py)."""

@@ -13,7 +13,7 @@ from ...capture.ddp import DdpWindow
 from ...model import Related, SourceLoc, Subject
 from ..context import RuleContext
 
-__all__ = ["ParamGroup", "groups_of", "ddp_name", "group_subject", "group_related"]
+__all__ = ["ParamGroup", "groups_of", "ddp_name", "group_subject", "group_related", "module_subject", "optimizes"]
 
 
 @dataclass
@@ -92,3 +92,20 @@ def _made_at(ctx: RuleContext, param: object) -> SourceLoc | None:
         if loc is not None:
             return loc
     return ctx.origin(param)
+
+
+def module_subject(ctx: RuleContext, window: DdpWindow, owner: str | None) -> Subject:
+    """The DDP module itself as the subject (`model`, `DistributedDataParallel(Net)`, where built)."""
+    module = window.module()
+    inner = getattr(module, "module", module)
+    built = ctx.origin(module, ctx.name_of(module)) if module is not None else None
+    return Subject(owner, "module", f"DistributedDataParallel({type(inner).__name__})", built)
+
+
+def optimizes(opt: object, window: DdpWindow) -> bool:
+    """`opt` holds at least one of the window's parameters."""
+    mine = {id(p) for i in range(len(window.params)) if (p := window.param(i)) is not None}
+    for group in getattr(opt, "param_groups", ()):
+        if any(id(p) in mine for p in group.get("params", ())):
+            return True
+    return False
