@@ -173,3 +173,27 @@ def test_ranks_that_agree_or_only_take_long_are_never_reported(tmp_path, variant
     assert "rank 0 done" in out and "rank 1 done" in out
     report = json.loads((tmp_path / "graphguard-report" / "graphguard.json").read_text())
     assert [f["code"] for f in report["findings"]] == []
+
+
+LIGHTNING = SCRIPTS / "lightning_ddp.py"
+
+
+@pytest.mark.parametrize("variant", ["unused", "clean"])
+def test_lightning_ddp_strategy_gives_one_report_for_both_ranks(tmp_path, variant):
+    pytest.importorskip("lightning")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHGUARD")}
+    env.update(OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(_free_port()))
+    done = subprocess.run([sys.executable, str(LIGHTNING), variant, str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    report = json.loads((tmp_path / "graphguard-report" / "report.json").read_text())
+    if variant == "clean":
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert report["findings"] == []
+        return
+    assert done.returncode != 0
+    found = by_rank(report, "GG017")
+    assert set(found) == {0, 1}, done.stderr[-3000:]
+    for f in found.values():  # Lightning holds the DDP module: named as the LightningModule writes it
+        assert f["subject"]["name"] == "self.aux_head"
+        assert f["subject"]["created_at"]["line"] == line_of(LIGHTNING, "self.aux_head = nn.Linear")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, Callable, Iterable
 
 from ..errors import GraphGuardUsageError, GraphGuardWarning, GraphMisuseError
@@ -57,6 +58,7 @@ class GuardedRun:
         self.guard = GraphGuard(mode=guard_mode, select=self.select, ignore=self.ignore,
                                 record_iterations=self.record_iterations)
         self._reported = 0
+        self._started = time.time()  # rank reports older than this are an earlier run's
         self.guard.__enter__()
 
     def stop(self, exc: BaseException | None = None) -> list[Any]:
@@ -100,6 +102,66 @@ class GuardedRun:
 
             raise GraphMisuseError(f"graphguard: autograd misuse (fail-on: {self.fail_on})\n"
                                    + render_findings(bad), bad)
+
+    def write_run_report(self, report_dir: str, target: str | None, rank: int, world_size: int,
+                         wait: float = 15.0) -> str | None:
+        """One report per run, whatever the number of ranks: every rank but zero leaves its
+        report in ``report_dir/ranks/``; rank zero waits for them (``wait`` seconds at most: a rank
+        that died writes none) and writes the merged report, each finding with its ``rank``.
+        Returns the HTML path on rank zero; never raises."""
+        if world_size <= 1:
+            return self.write_report(report_dir, target) if rank == 0 else None
+        guard = getattr(self, "_closed", None) or self.guard
+        if guard is None:
+            return None
+        folder = os.path.join(report_dir, "ranks")
+        try:
+            if rank != 0:
+                os.makedirs(folder, exist_ok=True)
+                part = dict(guard.report(target=target),
+                            process={"pid": os.getpid(), "rank": rank, "name": f"rank {rank}", "function": None})
+                tmp = os.path.join(folder, f".rank{rank}.{os.getpid()}.tmp")
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    json.dump(part, fh, indent=2)
+                os.replace(tmp, os.path.join(folder, f"rank{rank}.json"))  # never half a file
+                return None
+            parts = self._rank_parts(folder, world_size, wait)
+            from ..report.html import write_html
+            from ..report.json_report import merge_processes
+
+            os.makedirs(report_dir, exist_ok=True)
+            if self.diagrams:
+                from ..report.diagrams import write_diagrams
+
+                write_diagrams(guard.findings, report_dir)
+            merged = merge_processes(guard.report(target=target), parts, os.getpid(), 0)
+            with open(os.path.join(report_dir, "report.json"), "w", encoding="utf-8") as fh:
+                json.dump(merged, fh, indent=2)
+            return write_html(merged, report_dir)
+        except Exception as err:  # the report is a bonus: never fail training for it
+            import warnings
+
+            warnings.warn(f"graphguard: report not written ({type(err).__name__}: {err})",
+                          GraphGuardWarning, stacklevel=2)
+            return None
+
+    def _rank_parts(self, folder: str, world_size: int, wait: float) -> list[dict[str, Any]]:
+        started = getattr(self, "_started", 0.0)
+        deadline = time.monotonic() + wait
+        while True:
+            parts = []
+            for r in range(1, world_size):
+                path = os.path.join(folder, f"rank{r}.json")
+                try:
+                    if os.path.getmtime(path) + 1.0 < started:
+                        continue  # an earlier run's
+                    with open(path, encoding="utf-8") as fh:
+                        parts.append(json.load(fh))
+                except (OSError, ValueError):
+                    continue
+            if len(parts) == world_size - 1 or time.monotonic() > deadline:
+                return parts
+            time.sleep(0.2)
 
     def write_report(self, report_dir: str, target: str | None = None) -> str | None:
         """``index.html`` (with diagrams) and ``report.json`` in ``report_dir``; never raises."""

@@ -144,9 +144,12 @@ class GraphGuardCallback:
             self._run.stop(exc)
         finally:
             new = self._run.report_new(_rank_zero_warn)
-            if self.report_dir is not False and getattr(trainer, "is_global_zero", True):
+            if self.report_dir is not False:
                 folder = self.report_dir or os.path.join(str(trainer.default_root_dir),
                                                          "graphguard-report")
-                self.report_path = self._run.write_report(folder, target="lightning fit")
+                # every rank's findings in one report, written by rank zero
+                rank = int(getattr(trainer, "global_rank", 0) or 0)
+                world = int(getattr(trainer, "world_size", 1) or 1)
+                self.report_path = self._run.write_run_report(folder, "lightning fit", rank, world)
         if exc is None:
             self._run.check_fail(new)

@@ -67,6 +67,7 @@ class GraphGuardCallback:
         self.report_path: str | None = None
         self._folder: str | None = None
         self._main = True
+        self._rank, self._world = 0, 1  # the process index and count, read at on_train_begin
 
     @property
     def findings(self) -> list[Any]:
@@ -96,14 +97,18 @@ class GraphGuardCallback:
             self._run.stop(exc)
         finally:
             new = self._run.report_new(self._say)
-            if self.report_dir is not False and self._main and self._folder:
-                self.report_path = self._run.write_report(self._folder, target="transformers train")
+            if self.report_dir is not False and self._folder:
+                # every process's findings in one report, written by the main one
+                self.report_path = self._run.write_run_report(self._folder, "transformers train",
+                                                              self._rank, self._world)
         return new
 
     # ---- TrainerCallback events ----------------------------------------------------------------
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.close()  # a run that raised before
         self._main = bool(getattr(state, "is_world_process_zero", True))
+        self._rank = int(getattr(args, "process_index", 0) or 0)
+        self._world = int(getattr(args, "world_size", 1) or 1)
         self._folder = (self.report_dir if isinstance(self.report_dir, str)
                         else os.path.join(str(getattr(args, "output_dir", None) or "."),
                                           "graphguard-report"))

@@ -28,7 +28,7 @@ from .owners import user_modules
 from .source import (class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
                      target_lines)
 
-__all__ = ["origin_of", "origin_of_name", "made_name", "MAX_ORIGIN_MODULES"]
+__all__ = ["origin_of", "origin_of_name", "origin_along", "made_name", "MAX_ORIGIN_MODULES"]
 
 MAX_ORIGIN_MODULES = 2000  # modules looked into per search
 
@@ -223,3 +223,21 @@ def made_name(hits: list[NameHit]) -> tuple[NameHit, SourceLoc | None] | None:
         if loc is not None and not _passes_along(loc, names - {h.name}):
             return h, loc
     return first
+
+
+def origin_along(root: Any, path: str) -> tuple[str, SourceLoc] | None:
+    """For a dotted attribute path under `root` (a DDP module's `module._forward_module.aux_head`),
+    the innermost holder along it that is a class the user wrote, as (`self.<attr...>`, the line
+    in that class that assigns the attribute). None when no user class holds the path."""
+    holder, found = root, None
+    parts = [p for p in path.split(".") if p]
+    for i, attr in enumerate(parts):
+        if _user_class(type(holder)) is not None:
+            loc = _in_class(holder, attr)
+            if loc is not None:
+                found = ("self." + ".".join(parts[i:]), loc)
+        try:
+            holder = getattr(holder, attr)
+        except Exception:
+            break
+    return found

@@ -5,6 +5,7 @@ import weakref
 from typing import Any
 
 from ..capture.ddp import DdpWindow
+from ..capture.sites import is_internal_file
 from ..events import BackwardDone, DdpForward
 from ..model import Finding, Related, SourceLoc
 from .base import Rule
@@ -62,7 +63,7 @@ class DdpUnusedParameter(Rule):
     summary = "a DistributedDataParallel forward leaves parameters without a gradient (DDP's unfinished reduction)"
     template = ("{params} received no gradient from the backward of {model}'s forward at line "
                 "{forward_line}; DistributedDataParallel waits for every parameter's gradient, so "
-                "this forward fails with \"Expected to have finished reduction in the prior iteration\"; {fix}")
+                "this forward fails with DDP's \"Expected to have finished reduction\" error; {fix}")
     events = (DdpForward, BackwardDone)
 
     def __init__(self) -> None:
@@ -116,8 +117,8 @@ def _inner_forward(w: DdpWindow) -> SourceLoc | None:
     inner = getattr(module, "module", None)
     fn = getattr(type(inner), "forward", None)
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return None
+    if code is None or is_internal_file(code.co_filename):
+        return None  # a trainer's wrapper (Lightning's): not where the user's fix goes
     return SourceLoc(code.co_filename, code.co_firstlineno, "forward",
                      _line(code.co_filename, code.co_firstlineno))
 

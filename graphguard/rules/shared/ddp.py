@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...capture.ddp import DdpWindow
+from ...lookup.origins import origin_along
 from ...model import Related, SourceLoc, Subject
 from ..context import RuleContext
 
@@ -53,12 +54,25 @@ def describe_indices(window: DdpWindow, indices: list[int], owner: str | None) -
     `parameters 4, 5 of the DDP module (module.aux_head.weight, ...)`."""
     parts = []
     for g in groups_of(window, indices):
-        name = _full(owner, g.path) or (g.path or "the DDP module")
+        found = in_user_class(window, g.path) if owner is None else None
+        name = _full(owner, g.path) or (f"`{found[0]}`" if found else None) or (g.path or "the DDP module")
         parts.append(f"{name} ({', '.join(g.attrs)})")
     text = "; ".join(parts)
     if owner is None:
         text += f" (parameter indices {' '.join(str(i) for i in indices)} of the DDP module)"
     return text
+
+
+def in_user_class(window: DdpWindow, path: str) -> tuple[str, SourceLoc] | None:
+    """`self.aux_head` and the line of the user's class that assigns it, for a path under the DDP
+    module when no frame names the module itself (a trainer holds it: Lightning, Accelerate)."""
+    module = window.module()
+    if module is None or not path:
+        return None
+    try:
+        return origin_along(module, path)
+    except Exception:  # wording only
+        return None
 
 
 def group_subject(ctx: RuleContext, window: DdpWindow, indices: list[int], owner: str | None) -> Subject:
@@ -69,6 +83,10 @@ def group_subject(ctx: RuleContext, window: DdpWindow, indices: list[int], owner
     made = _made_at(ctx, param)
     kind = "module" if first.path and len(first.attrs) > 1 else "parameter"
     name = _full(owner, first.path) if kind == "module" else _full(owner, window.names[first.indices[0]])
+    if owner is None:  # nobody's frame holds the DDP module: the user's class holds the layer
+        found = in_user_class(window, first.path if kind == "module" else window.names[first.indices[0]])
+        if found is not None:
+            name, made = found[0], made or found[1]
     summary = ", ".join(f"{a} {tuple(p.shape) if (p := window.param(i)) is not None else '?'}"
                         for a, i in zip(first.attrs, first.indices))
     return Subject(name, kind, summary, made, None)
@@ -79,7 +97,10 @@ def group_related(ctx: RuleContext, window: DdpWindow, indices: list[int], owner
     out = []
     for g in groups_of(window, indices)[1:]:
         made = _made_at(ctx, window.param(g.indices[0]))
-        out.append(Related("made-at", _full(owner, g.path) or g.path, "layer", made))
+        name = _full(owner, g.path)
+        if owner is None and (found := in_user_class(window, g.path)) is not None:
+            name, made = found[0], made or found[1]
+        out.append(Related("made-at", name or g.path, "layer", made))
     return out
 
 
