@@ -2,21 +2,12 @@
 """GG017: a DDP model with an auxiliary head its forward never calls (one gloo rank, in-process).
 
 The second forward is where DDP fails, naming parameter indices only."""
-from contextlib import contextmanager
 
 import torch
-import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-
-@contextmanager
-def one_rank():
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
+from ddpkit import one_rank
 
 
 class Net(nn.Module):

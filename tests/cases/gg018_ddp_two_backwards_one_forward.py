@@ -4,32 +4,13 @@
 DDP all-reduces once per forward: the second backward's gradients are never reduced. On one
 rank that changes no number, so the damage is shown by DDP's own communication hook: it is
 called for the first backward's buckets and not for the second's."""
-from contextlib import contextmanager
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-
-@contextmanager
-def one_rank():
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
-
-
-def counted(model):
-    calls = []
-
-    def allreduce(state, bucket):
-        calls.append(bucket.index())
-        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
-
-    model.register_comm_hook(None, allreduce)
-    return calls
+from ddpkit import counted, one_rank
 
 
 def buggy():

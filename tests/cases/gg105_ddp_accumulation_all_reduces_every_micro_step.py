@@ -3,34 +3,15 @@
 
 Correct, but every micro-step all-reduces the whole model's gradients: DDP's communication hook
 is called once per micro-batch instead of once per step."""
-from contextlib import contextmanager
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from ddpkit import counted, one_rank
+
 ACCUM = 4
-
-
-@contextmanager
-def one_rank():
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
-
-
-def counted(model):
-    calls = []
-
-    def allreduce(state, bucket):
-        calls.append(bucket.index())
-        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
-
-    model.register_comm_hook(None, allreduce)
-    return calls
 
 
 def buggy():
