@@ -197,3 +197,26 @@ def test_lightning_ddp_strategy_gives_one_report_for_both_ranks(tmp_path, varian
     for f in found.values():  # Lightning holds the DDP module: named as the LightningModule writes it
         assert f["subject"]["name"] == "self.aux_head"
         assert f["subject"]["created_at"]["line"] == line_of(LIGHTNING, "self.aux_head = nn.Linear")
+
+
+HF = SCRIPTS / "hf_ddp.py"
+
+
+@pytest.mark.parametrize("variant", ["unused", "default"])
+def test_hf_trainer_under_torchrun_gives_one_report_for_both_ranks(tmp_path, variant):
+    pytest.importorskip("transformers")
+    out = tmp_path / "out"
+    rc, text, _ = launch(str(HF), variant, str(out), cwd=tmp_path, limit=300)
+    report = json.loads((out / "graphguard-report" / "report.json").read_text())
+    assert {p["rank"] for p in report["processes"]} == {0, 1}, report.get("processes")
+    if variant == "default":  # the Trainer builds DDP with find_unused_parameters=True: correct
+        assert rc == 0, text[-3000:]
+        assert report["findings"] == []
+        return
+    assert rc not in (0, None)
+    assert "Parameter indices which did not receive grad" not in text  # stopped before DDP's error
+    found = by_rank(report, "GG017")
+    assert set(found) == {0, 1}, text[-3000:]
+    for f in found.values():
+        assert f["subject"]["name"].endswith("aux_head")
+        assert f["subject"]["created_at"]["line"] == line_of(HF, "self.aux_head = nn.Linear")
