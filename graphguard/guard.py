@@ -21,6 +21,7 @@ from .capture.checkpoint import install_checkpoint_hook
 from .capture.ddp import install_ddp_hook, open_windows
 from .capture.ranks import DEFAULT_HANG_TIMEOUT, RankTracker, install_collective_hooks
 from .capture.marks import SequenceMarks
+from .capture.gradmode import switch_wrappers
 from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call, saved_hooks_enter
 from .capture.quiet import QuietShapes
 from .capture.steps import StepTrail
@@ -506,6 +507,8 @@ class GraphGuard:
         self._patch(hooks_cls, "__enter__", saved_hooks_enter(hooks_cls.__enter__, self.rec))
         self._patch(graph_mod, "disable_saved_tensors_hooks",
                     self._wrap_disable_saved_hooks(graph_mod.disable_saved_tensors_hooks))
+        for owner, name, wrapper in switch_wrappers(self.rec.grad_switches, self._foreign):
+            self._patch(owner, name, wrapper)  # who turns autograd off (GG014, GG008)
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         own = name in owner.__dict__

@@ -20,6 +20,7 @@ from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, WRITTEN_OPS, inp
 from .state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Packed
 from .state import Stamp
 from .sites import user_site
+from .gradmode import GradSwitches
 
 __all__ = ["Recorder", "SavedTensorModified"]
 
@@ -99,6 +100,10 @@ class Recorder:
         # inside a reentrant checkpoint call (GG015): the requires-grad tensors its ops read
         self.ckpt_used: list | None = None
         self.inference_made: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> Site (GG014)
+        # tensor -> the inference_mode switch it was made under, when the guard saw it enter
+        self.inference_switch: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        # the grad-mode switches in force (capture/gradmode.py): who turned autograd off
+        self.grad_switches = GradSwitches()
 
     # ---- the mode's entry point -------------------------------------------------------------
     def on_op(self, func: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:
@@ -277,8 +282,11 @@ class Recorder:
         if len(made) < MAX_INFERENCE:
             # deeper than an op's site: the decorator or `with` is often several calls out
             site = user_site(2, INFERENCE_FRAMES)
+            switch = self.grad_switches.current()
             for o in outs:
                 made[o] = site
+                if switch is not None:
+                    self.inference_switch[o] = switch
 
     def _record_leaf(self, t: torch.Tensor, func: str) -> None:
         site = self.site()
@@ -330,8 +338,9 @@ class Recorder:
             leaves.extend(v for v in (leaf_of(n) for n in w.nodes) if v is not None)
         idx = self._next_cut
         self._next_cut += 1
+        switch = self.grad_switches.current() if no_grad else None
         self.cuts[idx] = Cut(idx, name, site, it, no_grad, tuple(weakref.ref(v) for v in leaves),
-                             frozenset(id(v) for v in leaves))
+                             frozenset(id(v) for v in leaves), switch, self.ckpt_used is not None)
         self._cut_keys[key] = idx
         if len(self.cuts) > MAX_CUTS:
             # indices grow, so the first one is the oldest; its key goes too, or the keys of

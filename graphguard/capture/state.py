@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..model import Site
+
+if TYPE_CHECKING:
+    from .gradmode import GradSwitch
 
 __all__ = ["Stamp", "Mark", "LeafRecord", "LeafSite", "Cut", "InplaceRecord", "Packed"]
 
@@ -58,6 +61,9 @@ class Cut:
     no_grad: bool  # the op ran with grad mode off
     leaves: tuple[Any, ...]  # weakrefs to the requires-grad leaves behind its inputs
     leaf_ids: frozenset[int] = field(default_factory=frozenset)  # ids of those leaves (live ones)
+    # the grad-mode switch in force when it ran with grad mode off (capture/gradmode.py)
+    switch: GradSwitch | None = None
+    checkpointed: bool = False  # ran inside a reentrant checkpoint's forward (its own no_grad)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,6 @@ ALL_RULES: list[type[Rule]] = [
     CompiledCode,
     GraphLeak,
     NoGradForward,
-    UnexplainedAutogradError,
     CheckpointNoGradInput,
     ParamDataAssign,
     DdpUnusedParameter,
@@ -65,6 +64,8 @@ ALL_RULES: list[type[Rule]] = [
     RanksDiverged,
     NoSyncNeverReduced,
     DdpAccumulationWithoutNoSync,
+    # last: it speaks when no rule before it explained the error (docs/architecture.md)
+    UnexplainedAutogradError,
 ]
 
 _BY_CODE = {r.code: r for r in ALL_RULES}

@@ -12,6 +12,7 @@ from ..lookup.names import NameHit, find_held_object, find_name, find_names, fin
 from ..lookup.origins import made_name, origin_of, origin_of_name
 from ..lookup.source import assigned_targets, inplace_receivers, target_lines
 from ..capture.ddp import DdpWindow, collective_calls, declared_unused, open_windows, reduced_windows
+from ..capture.gradmode import GradSwitch
 from ..capture.graph import summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
@@ -355,6 +356,17 @@ class RuleContext:
     def error_codes(self) -> set[str]:
         """The codes of the error findings reported so far (GG903: a family already explained)."""
         return {f.code for f in self._findings() if f.severity == "error"}
+
+    def grad_switch(self) -> GradSwitch | None:
+        """The grad-mode switch in force now, when it turned autograd off (capture/gradmode.py)."""
+        return self._rec.grad_switches.current()
+
+    def inference_switch(self, t: Any) -> GradSwitch | None:
+        """The inference_mode switch a recorded inference tensor was made under, if seen."""
+        try:
+            return self._rec.inference_switch.get(t)
+        except TypeError:
+            return None
 
     def inference_origin(self, t: Any) -> tuple[Any, Site] | None:
         """For an inference tensor: the tensor made under inference_mode that it is (or is a view

@@ -16,7 +16,7 @@ from ..lookup.names import resolve
 from ..lookup.origins import origin_of
 from ..model import Finding, Related, SourceLoc
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
-from .shared.nograd import user_no_grad_region
+from .shared.nograd import switch_of_cuts
 from .shared.modules import is_container
 from .shared.reads import read_by_user
 from .shared.steps import ClosureDeferral
@@ -206,7 +206,7 @@ class ParamWithoutGrad(Rule):
                     cuts = []
                 if cuts:
                     if self.read_reported.get(p) != self.backwards and not (
-                            any(c.index in self.root_cuts for c in cuts) and user_no_grad_region(cuts)):
+                            any(c.index in self.root_cuts for c in cuts) and switch_of_cuts(cuts)):
                         cut.append((p, cuts))
                     # else: cut from the loss by the user's own no_grad region only (GG014's)
                     continue

@@ -12,10 +12,8 @@ from ..model import Finding, Related, SourceLoc, Subject
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut, leaf_label
 from .shared.cutpoint import SCALAR_OPS, cut_point, leaf_point, made_point
 from .shared.deadgraph import index_graph, upward
-from .shared.nograd import region_of
 from .base import Rule, display
 from .context import RuleContext
-from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 
 __all__ = ["LossWithoutGrad"]
 
@@ -433,9 +431,8 @@ def _severing_first(cuts: list, ctx: RuleContext) -> list:
 
 
 def _checkpointed_only(cuts: list, ctx: RuleContext) -> bool:
-    """Whether the history was dropped only by grad mode being off where the user's code turns
-    it off nowhere, after a reentrant checkpoint was reported without an input that requires
-    grad: the checkpoint ran the forward under torch.no_grad() (GG015 explains the loss)."""
-    return (bool(cuts) and all(c.no_grad for c in cuts)
-            and CheckpointNoGradInput.code in ctx.error_codes()
-            and all(region_of(c.site) is None for c in cuts))
+    """Whether the history was dropped only by grad mode being off inside a reentrant
+    checkpoint's forward, under no switch of the user's: the checkpoint ran the forward under
+    torch.no_grad() (GG015 explains the loss). Decided from the recorded cuts alone."""
+    return (bool(cuts) and all(c.no_grad and c.checkpointed for c in cuts)
+            and all(c.switch is None or not c.switch.user for c in cuts))

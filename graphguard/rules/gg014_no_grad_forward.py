@@ -16,9 +16,8 @@ from ..model import Finding, Related, Site, SourceLoc, Subject
 from ..capture.graph import summarize
 from .base import Rule, display
 from .context import RuleContext, assigned_name
-from .shared.nograd import Region, global_switch, region_of, user_no_grad_region
+from .shared.nograd import Region, global_switch, region_for, region_of, user_no_grad_region
 from .shared.steps import ClosureDeferral
-from .gg015_checkpoint_no_grad_input import CheckpointNoGradInput
 
 __all__ = ["NoGradForward"]
 
@@ -121,7 +120,10 @@ class NoGradForward(Rule):
                 continue
             origin = ctx.inference_origin(t)
             base, site = origin if origin is not None else (t, None)
-            region = region_of(site) if site else None
+            switch = ctx.inference_switch(base)
+            region = region_for(switch, site)
+            if region is None and switch is None and site:
+                region = region_of(site)  # entered before the guard started: read the source
             name, made = _tensor_name(base, site, region)
             kind = "tensor"
             rebound = None
@@ -247,11 +249,15 @@ class NoGradForward(Rule):
                 op, cut_site, cut_it = "backward", event.site, ctx.iteration
             else:
                 continue  # cut by an op (argmax, .item()): GG009 explains those
-            region = region_of(cut_site, "inference_mode" if inference else None)
-            if region is None:
-                region = global_switch([fr.file for fr in cut_site or ()])
-            if region is None and cuts and CheckpointNoGradInput.code in ctx.error_codes():
+            switch = cuts[-1].switch if cuts else ctx.grad_switch()
+            if cuts and cuts[-1].checkpointed and (switch is None or not switch.user):
                 continue  # only a reentrant checkpoint's own forward ran with grad off: GG015's
+            region = region_for(switch, cut_site)
+            if region is None and switch is None:
+                # autograd was turned off before the guard started: find the switch in the source
+                region = region_of(cut_site, "inference_mode" if inference else None)
+                if region is None:
+                    region = global_switch([fr.file for fr in cut_site or ()])
             subject = ctx.subject(root)
             made = subject.created_at
             if subject.name and subject.name.endswith("]") and made is not None:

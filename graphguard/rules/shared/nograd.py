@@ -1,9 +1,13 @@
-"""Where a region with autograd off begins (GG014): the `@torch.no_grad()` /
+"""Where a region with autograd off begins (GG014, GG008): the `@torch.no_grad()` /
 `@torch.inference_mode()` decorator of a function, the `with torch.no_grad():` block, or a
 `torch.set_grad_enabled(False)` call that turned it off for the whole program.
 
-Reads the user's source for wording only (the line where the fix goes): whether to report is
-decided from what the tensors show (made in inference mode, ops run with grad mode off).
+Detection uses what the run recorded: each cut made with grad mode off carries the switch in
+force (capture/gradmode.py: the block, decorator or call that turned autograd off, seen
+entering at run time, however it is spelled). `switch_of_cuts` decides from those alone. The
+user's source is read for wording only: `region_for` turns a switch into a Region, with the
+call as written on its line; `region_of` and `global_switch` find one in the source when the run
+saw none (grad mode turned off before the guard started).
 """
 from __future__ import annotations
 
@@ -13,16 +17,17 @@ import sys
 from functools import lru_cache
 from typing import Iterable, NamedTuple
 
+from ...capture.gradmode import GradSwitch
 from ...capture.sites import is_internal_file
 from ...model import Frame, Site, SourceLoc
 
-__all__ = ["Region", "region_of", "global_switch", "user_no_grad_region"]
+__all__ = ["Region", "region_of", "region_for", "global_switch", "switch_of_cuts", "user_no_grad_region"]
 
 _OFF_CALLS = {"no_grad": "no_grad", "inference_mode": "inference_mode"}
 
 
 class Region(NamedTuple):
-    kind: str  # "decorator" | "with" | "global"
+    kind: str  # "decorator" | "with" | "global" | "call" (a plain call inside a function)
     api: str  # `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`
     line: SourceLoc  # the decorator, the `with` line, or the global call
     function: str | None  # the decorated function (decorator), else the enclosing one
@@ -170,19 +175,111 @@ def global_switch(first: Iterable[str] = ()) -> Region | None:
     return None
 
 
-def user_no_grad_region(cuts: list) -> Region | None:
-    """The user's own `with torch.no_grad():` block or `@torch.no_grad()` decorator in which every
-    one of `cuts` (recorded cuts, capture.state.Cut) ran with grad mode off, when they all ran in
-    one; None otherwise. A parameter cut from the loss only by such a region (a projection head
-    computed inside `with torch.no_grad():` whose output is the text side of a contrastive
-    loss) is GG014's to report (GG008 leaves it)."""
-    if not cuts or not all(getattr(c, "no_grad", False) and c.site for c in cuts):
+def switch_of_cuts(cuts: list) -> GradSwitch | None:
+    """The user's own block or decorator (a run-time switch, capture/gradmode.py) in which every
+    one of `cuts` (capture.state.Cut) ran with grad mode off, when they all ran in the same one;
+    None otherwise. A parameter cut from the loss only by such a region (a projection head
+    computed inside `with torch.no_grad():` whose output is the text side of a contrastive loss)
+    is GG014's to report (GG008 leaves it). Decided from the recorded switches alone."""
+    if not cuts:
         return None
-    region = region_of(cuts[0].site)
-    if region is None or region.kind not in ("with", "decorator"):
+    first = cuts[0].switch
+    if first is None or not first.user or first.kind not in ("with", "decorator"):
         return None
-    for c in cuts[1:]:
-        other = region_of(c.site)
-        if other is None or other.line != region.line:
+    for c in cuts:
+        s = c.switch
+        if not c.no_grad or s is None or s.key != first.key or s.kind != first.kind:
             return None
-    return region
+    return first
+
+
+def _calls(node: ast.AST) -> list[ast.Call]:
+    return sorted((n for n in ast.walk(node) if isinstance(n, ast.Call)),
+                  key=lambda n: (n.lineno, n.col_offset))
+
+
+def _written_api(switch: GradSwitch, scope: ast.AST | None, stmt: ast.AST | None) -> tuple[str, int]:
+    """The switch's call as the source writes it on its line, and that line (a decorator's own
+    line when it is not the first of the function's decorators). Falls back to torch's name."""
+    fallback = {"set_grad_enabled": "torch.set_grad_enabled(False)"}.get(
+        switch.api, f"torch.{switch.api}()")
+    if stmt is None:
+        return fallback, switch.line
+    if switch.kind == "decorator" and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for dec in stmt.decorator_list:
+            api = _decorator_api(dec)
+            if api is not None and switch.api in api:
+                return api, dec.lineno
+        return fallback, switch.line
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        exprs = [item.context_expr for item in stmt.items]
+    else:
+        exprs = [stmt]
+    for expr in exprs:
+        for call in ([expr] if isinstance(expr, ast.Call) else []) + _calls(expr):
+            api = _off_api(call)
+            if api is not None and switch.api in api:
+                return api, switch.line
+        if isinstance(expr, ast.Name) and scope is not None:
+            api = _bound_api(scope, expr.id, switch.line, switch.api)
+            if api is not None:
+                return api, switch.line
+    if isinstance(stmt, (ast.With, ast.AsyncWith)) and len(exprs) == 1:
+        return ast.unparse(exprs[0]), switch.line  # the user's own helper: `maybe_no_grad(ev)`
+    return fallback, switch.line
+
+
+def _statement(file: str, line: int, function: str, decorator: bool) -> tuple[ast.AST | None, ast.AST | None]:
+    """(enclosing scope, statement) at `line`: for a decorator, the function defined there."""
+    tree = _parse(file)
+    if tree is None:
+        return None, None
+    found: tuple[ast.AST | None, ast.AST | None] = (None, None)
+
+    def visit(node: ast.AST, scope: ast.AST) -> None:
+        nonlocal found
+        for child in ast.iter_child_nodes(node):
+            start, end = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
+            if start is None or end is None:
+                continue
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([start] + [d.lineno for d in child.decorator_list])
+                if decorator and child.name == function and first <= line <= start:
+                    found = (scope, child)
+                    return
+                if first <= line <= end:
+                    visit(child, child)
+                continue
+            if isinstance(child, ast.stmt) and start <= line <= end:
+                if start == line and found[1] is None:
+                    found = (scope, child)  # the outermost statement that starts there
+                visit(child, scope)
+
+    visit(tree, tree)
+    return found
+
+
+def region_for(switch: GradSwitch | None, site: Site | None) -> Region | None:
+    """The Region a recorded switch stands for, worded from the source; `site` (the cut's or
+    tensor's user frames) gives the frame inside it. None for a switch that is not the user's
+    (a framework's evaluation loop, torch's own) or that turns autograd on."""
+    if switch is None or not switch.user or not switch.off:
+        return None
+    scope, stmt = _statement(switch.file, switch.line, switch.function, switch.kind == "decorator")
+    api, line = _written_api(switch, scope, stmt)
+    frame = next((fr for fr in site or () if fr.file == switch.file and fr.function == switch.function),
+                 None)
+    kind = switch.kind
+    function: str | None = switch.function
+    if kind == "call":
+        kind = "global" if switch.function == "<module>" else "call"
+    if function == "<module>":
+        function = None
+    loc = SourceLoc(switch.file, line, switch.function, linecache.getline(switch.file, line).strip())
+    return Region(kind, api, loc, function, frame)
+
+
+def user_no_grad_region(cuts: list) -> Region | None:
+    """The Region of `switch_of_cuts(cuts)` (worded), or None when it finds none."""
+    switch = switch_of_cuts(cuts)
+    return region_for(switch, cuts[0].site) if switch is not None else None

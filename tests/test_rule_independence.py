@@ -1,0 +1,57 @@
+"""Rules decide from recorded evidence, not from each other's findings or the source's spelling."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from graphguard.capture.gradmode import GradSwitch
+from graphguard.capture.state import Cut
+from graphguard.rules import ALL_RULES
+from graphguard.rules.gg903_unexplained_autograd_error import UnexplainedAutogradError
+from graphguard.rules.shared.nograd import switch_of_cuts
+
+RULES = Path(__file__).resolve().parent.parent / "graphguard" / "rules"
+
+
+def test_only_gg903_reads_other_rules_findings_and_it_runs_last() -> None:
+    readers = []
+    for path in RULES.rglob("*.py"):
+        if path.name == "context.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "error_codes":
+                readers.append(path.name)
+    assert sorted(set(readers)) == ["gg903_unexplained_autograd_error.py"]
+    assert ALL_RULES[-1] is UnexplainedAutogradError
+
+
+def _switch(kind: str = "with", line: int = 10, user: bool = True, off: bool = True,
+            file: str = "/nonexistent/train.py") -> GradSwitch:
+    return GradSwitch(kind, "no_grad", off, file, line, "encode", user)
+
+
+def _cut(index: int, switch: GradSwitch | None, no_grad: bool = True, checkpointed: bool = False) -> Cut:
+    return Cut(index, "linear", (), 1, no_grad, (), frozenset(), switch, checkpointed)
+
+
+# (cuts, the switch the decision returns: an index into the cuts, or None). The source file does
+# not exist: the decision cannot have read it.
+_TABLE = [
+    ("one user block", [_cut(0, _switch())], 0),
+    ("two cuts, same block", [_cut(0, _switch()), _cut(1, _switch())], 0),
+    ("a decorator", [_cut(0, _switch("decorator"))], 0),
+    ("two different blocks", [_cut(0, _switch(line=10)), _cut(1, _switch(line=20))], None),
+    ("a framework's block", [_cut(0, _switch(user=False))], None),
+    ("a plain call (global switch)", [_cut(0, _switch("call"))], None),
+    ("no switch seen", [_cut(0, None)], None),
+    ("one cut by an op with grad on", [_cut(0, _switch()), _cut(1, None, no_grad=False)], None),
+    ("no cuts", [], None),
+]
+
+
+@pytest.mark.parametrize("cuts,expected", [(c, e) for _, c, e in _TABLE], ids=[n for n, _, _ in _TABLE])
+def test_user_region_decision_truth_table(cuts: list[Cut], expected: int | None) -> None:
+    got = switch_of_cuts(cuts)
+    assert got == (cuts[expected].switch if expected is not None else None)
