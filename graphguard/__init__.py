@@ -35,3 +35,17 @@ def unload_ipython_extension(ipython: Any) -> None:
     from .notebook import unload_ipython_extension as unload
 
     unload(ipython)
+
+
+def _notebook_displays() -> None:
+    # In a Jupyter kernel, findings display as HTML cards without `%load_ext` (NOTE [display
+    # hooks]); notebook.py is cheap to import and imports IPython only if it is already loaded.
+    import sys
+
+    if "IPython" in sys.modules:
+        from .notebook import register_running_shell
+
+        register_running_shell()
+
+
+_notebook_displays()

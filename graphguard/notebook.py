@@ -14,12 +14,67 @@ Findings render as HTML (the diagram inline); a display never raises. Options ar
 from __future__ import annotations
 
 import argparse
+import html
 import shlex
 from typing import Any
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "GraphGuardMagics"]
+from .model import Finding
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "GraphGuardMagics",
+           "register_displays", "finding_html_display", "finding_svg_display"]
 
 _STATE: dict[str, Any] = {"session": None, "shown": 0, "shell": None, "registered": False}
+
+
+# NOTE [display hooks]: a Finding's rich display is registered with IPython's formatters here, so
+# model/ stays free of report/ (a `_repr_html_` on the class would make model import report).
+def finding_html_display(finding: Finding) -> str:
+    """A finding as the HTML card of the reports (diagram inline); never raises."""
+    try:
+        from .report.html import finding_html
+
+        return finding_html(finding)
+    except Exception as err:  # a display must never break the notebook
+        return f"<pre>{html.escape(str(finding.code))} {html.escape(type(err).__name__)}</pre>"
+
+
+def finding_svg_display(finding: Finding) -> str | None:
+    """The finding's graph diagram as SVG, or None when there is none to draw; never raises."""
+    try:
+        from .report.diagrams import svg_for
+        from .report.html import clean_svg
+
+        raw = svg_for(finding.graph) if finding.graph is not None else None
+        return clean_svg(raw) if raw else None
+    except Exception:
+        return None
+
+
+def register_displays(shell: Any) -> bool:
+    """Teach an IPython shell to display findings as HTML and SVG; False when it has no formatters."""
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    if not isinstance(formatters, dict):
+        return False
+    try:
+        formatters["text/html"].for_type(Finding, finding_html_display)
+        formatters["image/svg+xml"].for_type(Finding, finding_svg_display)
+    except (KeyError, AttributeError):
+        return False
+    return True
+
+
+def register_running_shell() -> None:
+    """register_displays on the IPython shell this process runs, if any (called at import)."""
+    import sys
+
+    if "IPython" not in sys.modules:  # never import IPython for a plain script
+        return
+    try:
+        shell = sys.modules["IPython"].get_ipython()
+    except Exception:
+        return
+    if shell is not None:
+        register_displays(shell)
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -168,6 +223,7 @@ def _cell_magic(line: str, cell: str) -> None:
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext graphguard``."""
     _STATE["shell"] = ipython
+    register_displays(ipython)
     ipython.register_magic_function(_line_magic, "line", "graphguard")
     ipython.register_magic_function(_cell_magic, "cell", "graphguard")
     if not _STATE["registered"]:

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from graphguard import GraphGuard
 from graphguard.model import Finding
+from graphguard.notebook import finding_html_display
 from graphguard.report.growth import growth_points, growth_svg
 from graphguard.report.html import finding_html, render_html
 
@@ -120,7 +121,7 @@ def test_gg101_records_rising_nodes_and_the_card_plots_them():
     (svg,) = _plots(card)
     assert len(_circles(svg)) == len(g["iterations"])
     assert "total_loss" in svg.find(SVG_NS + "title").text
-    assert card == f._repr_html_()  # the notebook display is the same card
+    assert card == finding_html_display(f)  # the notebook display is the same card
 
 
 def test_gg102_and_gg004_record_the_walked_graph_growing():

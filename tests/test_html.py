@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from graphguard import GraphGuard
 from graphguard.cli import main as cli_main
 from graphguard.report.diagrams import find_renderer, write_diagrams
+from graphguard.notebook import finding_html_display, finding_svg_display
 from graphguard.report.html import clean_svg, render_html
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,20 +124,38 @@ def test_write_report_from_python(tmp_path):
     assert all(f.diagram for f in guard.findings if f.graph is not None)
 
 
-def test_jupyter_reprs_never_raise():
+def test_jupyter_displays_never_raise():
     guard = collected()
     f = next(f for f in guard.findings if f.code == "GG001")
-    html = f._repr_html_()
+    html = finding_html_display(f)
     assert "GG001" in html and "reference" in html
-    svg = f._repr_svg_()
+    svg = finding_svg_display(f)
     assert svg is None or svg.startswith("<svg")
     if RENDERER is not None:
         assert svg is not None and "<svg" in html
     assert "GG002" in guard._repr_html_()
     f.graph = object()  # not a snapshot: the displays degrade, never raise
-    assert "GG001" in f._repr_html_() and f._repr_svg_() is None
+    assert "GG001" in finding_html_display(f) and finding_svg_display(f) is None
     guard.findings.append(object())  # type: ignore[arg-type]
     assert isinstance(guard._repr_html_(), str)
+
+
+def test_an_ipython_shell_displays_findings_without_load_ext():
+    # a real IPython shell in a child process (the shell is a process-wide singleton): importing
+    # graphguard registers the HTML display of findings; model/ has no _repr_html_ of its own
+    code = (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        "import graphguard\n"
+        "from graphguard.model import Finding, Subject\n"
+        "f = Finding('GG001', 'stale-graph', 'error', {}, Subject('ref'), None, 0, True, '', template='m')\n"
+        "assert not hasattr(Finding, '_repr_html_')\n"
+        "data, _ = shell.display_formatter.format(f)\n"
+        "print('HTML' if 'GG001' in data.get('text/html', '') else 'NONE')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, GRAPHGUARD_DOT="none"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["HTML"]
 
 
 @pytest.fixture(scope="module")

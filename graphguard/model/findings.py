@@ -172,28 +172,6 @@ class Finding:
             out["details"] = self.details
         return out
 
-    # Jupyter displays: rendered by report/ (NOTE [display hooks] in docs/architecture.md: the one
-    # edge from model/ to another layer, made at call time); a display must never raise.
-    def _repr_html_(self) -> str:
-        try:
-            from ..report.html import finding_html
-
-            return finding_html(self)
-        except Exception as err:
-            import html
-
-            return f"<pre>{html.escape(self.code)} {html.escape(str(err))}</pre>"
-
-    def _repr_svg_(self) -> str | None:
-        try:
-            from ..report.diagrams import svg_for
-            from ..report.html import clean_svg
-
-            raw = svg_for(self.graph) if self.graph is not None else None
-            return clean_svg(raw) if raw else None
-        except Exception:
-            return None
-
 
 @dataclass(frozen=True)
 class RunRecord:
