@@ -6,7 +6,7 @@ from typing import Any, Callable, NamedTuple
 
 from .model import Site
 
-__all__ = ["Event", "ParamGroupAdded", "LossCall", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
+__all__ = ["Event", "ParamGroupAdded", "LossCall", "ProductOp", "BackwardCall", "BackwardDone", "StepCall", "StepDone",
            "InplaceOp", "CopyConstruct", "GradRead", "GuardExit", "Sink", "Clock",
            "DataAssign", "CheckpointCall", "AutogradError", "EmptyOptimizer", "DdpForward", "RanksStalled"]
 
@@ -48,11 +48,26 @@ class LossCall(Event):
     # (argument name, tensor) for the loss's `weight=` / `pos_weight=` when given (GG002)
     weights: list = field(default_factory=list)
     # a product the user wrote, probability (target) times log-probability (input), rather than
-    # a loss function's call (NOTE [hand-written soft targets] in capture/ops.py)
+    # a loss function's call (NOTE [hand-written soft targets] in rules/shared/softtarget.py);
+    # GG002 makes these itself from a ProductOp, the recorder never does
     written: bool = False
     # for a KL written out (`p * (log p - log q)`): the node of the prediction's side (q's) inside
     # `input`, whose leaves are the prediction's; None when `input` is the prediction itself
     input_node: Any = None
+
+
+@dataclass
+class ProductOp(Event):
+    """A product, contraction or xlogy (capture.ops.WRITTEN_OPS) of two tensors that both carry
+    history is about to run. Only the call's facts: whether it is a cross-entropy or KL written
+    out by hand is GG002's to tell, from the factors' graph nodes (rules/shared/softtarget.py).
+    The factors are held for the dispatch only, as a LossCall holds its arguments."""
+
+    op: str  # `mul`, `__matmul__`, `einsum`, `xlogy`, ...
+    a: Any  # the first factor (einsum's first operand, xlogy's x)
+    b: Any  # the second
+    equation: str | None = None  # einsum's equation
+    dims: Any = None  # tensordot's `dims` when given
 
 
 @dataclass

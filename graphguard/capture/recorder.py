@@ -12,11 +12,12 @@ from typing import Any, Callable
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..events import AutogradError, CheckpointCall, Clock, CopyConstruct, DataAssign, GradRead, InplaceOp, LossCall, Sink
+from ..events import (AutogradError, CheckpointCall, Clock, CopyConstruct, DataAssign, GradRead, InplaceOp,
+                      LossCall, ProductOp, Sink)
 from ..model import Site
 from .failsafe import PASSTHROUGH
 from .graph import iter_tensors, leaf_of, walk
-from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, WRITTEN_OPS, inplace_target, written_target_pair
+from .ops import COPY_FUNCS, LOSS_TARGET_ARG, LOSS_WEIGHT_ARGS, WRITTEN_OPS, inplace_target, product_args
 from .state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Packed
 from .state import Stamp
 from .sites import user_site
@@ -171,14 +172,14 @@ class Recorder:
                 if isinstance(w, torch.Tensor):
                     weights.append((wname, w))
             dispatch(LossCall(self.site(), name, args[0], target, weights))
-        elif name in WRITTEN_OPS and rg_in and len(tensors) == 2:
-            # `softmax(t) * log_softmax(s)`: a cross-entropy written out, its soft target first
-            # (also as a contraction, `einsum("bc,bc->b", p, log_q)`, or `xlogy(p, q)`); einsum's
-            # equation is no tensor, its operands (listed or not) are the two
-            pair = written_target_pair(name, args, kwargs, tensors[0], tensors[1])
-            if pair is not None:
-                dispatch(LossCall(self.site(), "a hand-written cross-entropy", pair[1], pair[0],
-                                  written=True, input_node=pair[2]))
+        elif (name in WRITTEN_OPS and rg_in and len(tensors) == 2 and tensors[0].grad_fn is not None
+              and tensors[1].grad_fn is not None):
+            # a product, contraction or xlogy of two tensors with history: maybe a cross-entropy
+            # written out (`softmax(t) * log_softmax(s)`), which GG002 tells from their nodes.
+            # Only the call's facts go: einsum's equation is no tensor, its operands (listed or
+            # not) are the two.
+            equation, dims = product_args(name, args, kwargs)
+            dispatch(ProductOp(self.site(), name, tensors[0], tensors[1], equation, dims))
         elif func in COPY_FUNCS and args:
             # `batch.new_tensor(data)`: args[0] is `batch` (dtype and device only), data is next
             data = (args[1] if len(args) > 1 else kwargs.get("data")) if func is torch.Tensor.new_tensor else args[0]
