@@ -169,3 +169,28 @@ def test_the_leaf_comparison_is_the_same_on_a_large_graph_and_fast():
         assert _other_network(out3, leaves) is True
         # two walks of ~21,000 nodes: tens of milliseconds, far below a second on a loaded machine
         assert elapsed < 1.0, elapsed
+
+
+def test_a_probability_seen_through_many_shape_ops_is_still_a_soft_target():
+    """The recognizer follows sign, scaling and shape ops to the softmax however many there are
+    (it stops on the node types, not on a count): twelve here, more than a bound of a few."""
+    torch.manual_seed(0)
+    teacher, student = nn.Linear(6, 4), nn.Linear(6, 4)
+    opt = torch.optim.SGD(student.parameters(), lr=0.1)
+    with GraphGuard(mode="collect") as guard:
+        x, _ = batch()
+        t_logits = teacher(x)
+        p = F.softmax(t_logits, 1)
+        for _ in range(6):
+            p = p.unsqueeze(0).squeeze(0)
+        log_q = F.log_softmax(student(x), 1)
+        for _ in range(6):
+            log_q = log_q.t().t()
+        kd = -torch.einsum("bc,bc->b", p, log_q).mean()  # DEEP-EINSUM
+        kd = kd - (p * log_q).sum(1).mean()  # DEEP-PRODUCT
+        entropy = -(p * torch.log(p)).sum(1).mean()  # DEEP-ENTROPY
+        opt.zero_grad()
+        (kd + entropy).backward()
+        opt.step()
+    found = sorted((f.location.line, f.subject.name) for f in guard.findings if f.code == "GG002")
+    assert found == [(line_of("DEEP-EINSUM"), "t_logits"), (line_of("DEEP-PRODUCT"), "t_logits")]
