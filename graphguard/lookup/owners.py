@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import torch
 
+from ..capture.usercode import is_user_object
 from ..model import Frame
 from .names import candidates, live_user_frames, python_path
 
@@ -119,8 +120,7 @@ def _user_object(v: Any) -> bool:
             v, (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType,
                 types.MethodType, list, tuple, dict)) or not hasattr(v, "__dict__"):
         return False
-    mod = type(v).__module__ or ""
-    return mod != "builtins" and not mod.startswith(("torch", "numpy", "graphguard"))
+    return is_user_object(v)
 
 
 def _held_modules(name: str, obj: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:
