@@ -143,8 +143,9 @@ def is_user_file(filename: str) -> bool:
 
 def is_user_class(cls: type) -> bool:
     """Whether a class was written by the user: the file of its module (`sys.modules[cls.__module__]`)
-    is the user's. A class of `__main__` (swapped by runpy while a script runs) or of a module with
-    no file (exec'd code, a notebook cell) is judged by the file of one of its functions."""
+    is the user's. A class of `__main__` (swapped by runpy while a script runs, fileless in exec'd
+    code or a notebook) or of a module with no file is judged by the file of one of its functions;
+    a class of `__main__` without any is the user's."""
     name = getattr(cls, "__module__", None) or ""
     if name in ("builtins", "__builtin__"):
         return False
@@ -157,11 +158,12 @@ def is_user_class(cls: type) -> bool:
         code = getattr(attr, "__code__", None)
         if isinstance(code, types.CodeType):
             return is_user_file(code.co_filename)
-    if file:
-        return is_user_file(file)
-    # no file to ask: `__main__` is the user's program; a module without a file otherwise is
-    # a built-in (C) module or a class made up at run time by a library
-    return name == "__main__"
+    if name == "__main__":
+        # the program's main module, whatever file sys.modules holds for it now (a launcher's
+        # such as pytest's or graphguard's own once runpy restored it): classes there are the user's
+        return True
+    # no file and no function: a built-in (C) module's class, or one a library made up at run time
+    return False
 
 
 def is_user_object(value: Any) -> bool:
