@@ -49,6 +49,9 @@ class Tracker:
     def __init__(self):
         self.history = []
 
+    def add(self, loss):
+        self.history.append(loss)  # LIB-APPEND
+
 
 def where():
     from graphguard.capture.sites import user_site
@@ -80,6 +83,18 @@ def unregistered():
 
 def site():
     return lib.where()  # USER-SITE
+
+
+def leak():
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    tracker = lib.Tracker()
+    for step in range(30):
+        loss = model(torch.randn(3, 4)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()  # USER-STEP
+        tracker.add(loss)
 '''
 
 
@@ -151,6 +166,17 @@ def test_library_layer_attribute_is_placed_at_the_users_lines(installed) -> None
     assert f.subject.created_at is not None
     assert (Path(f.subject.created_at.file).resolve(), f.subject.created_at.line) == \
         (user_file.resolve(), at("USER-BUILD"))
+
+
+def test_library_holder_is_named_from_the_users_frame(installed) -> None:
+    """Losses kept by a library object the user holds: named by the user's variable, reported at
+    the user's line, never inside the library's method that appends them."""
+    lib, user, lib_file, user_file = installed
+    guard = _run(user.leak)
+    (f,) = [f for f in guard.findings if f.code == "GG101"]
+    assert f.subject.name == "tracker.history"
+    assert (Path(f.location.file).resolve(), f.location.line) == (user_file.resolve(),
+                                                                  marker_lines(user_file)("USER-STEP"))
 
 
 def test_user_site_skips_the_library_frame(installed) -> None:

@@ -70,6 +70,8 @@ def _library_dirs() -> list[str]:
     dirs += [p for p in (paths.get("stdlib"), paths.get("platstdlib"), paths.get("purelib"),
                          paths.get("platlib"), paths.get("scripts")) if p]
     for entry in sys.path:
+        if not isinstance(entry, str):  # sys.path may hold other objects (a Path a program appended)
+            continue
         if entry and os.path.basename(entry.rstrip(os.sep)) in _LIBRARY_DIR_NAMES:
             dirs.append(entry)
         elif entry.endswith(".zip") and os.path.basename(entry).startswith("python"):
