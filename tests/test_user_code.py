@@ -203,6 +203,10 @@ def test_truth_table_of_files(tmp_path: Path) -> None:
     assert not is_user_file(torch.nn.functional.__file__)
     assert not is_user_file(graphguard.__file__)  # graphguard, even from a checkout
     assert not is_user_file(pytest.__file__)  # test runners live in site-packages
+    for name in ("_pytest", "pluggy", "typing_extensions", "torchviz", "lightning", "transformers"):
+        mod = sys.modules.get(name)
+        if getattr(mod, "__file__", None):
+            assert not is_user_file(mod.__file__), name
     assert not is_user_file("<frozen runpy>")
     assert is_user_file(str(script))
     assert is_user_file("<string>")  # exec'd code
