@@ -25,8 +25,8 @@ from ..capture.usercode import is_user_class
 from ..model import Frame, SourceLoc
 from .names import NameHit, resolve
 from .owners import user_modules
-from .source import (statement_at, class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
-                     target_lines)
+from .source import (class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
+                     statement_at, target_lines)
 
 __all__ = ["origin_of", "origin_of_name", "origin_along", "made_name", "MAX_ORIGIN_MODULES"]
 

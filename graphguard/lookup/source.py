@@ -62,7 +62,8 @@ def _statement_index(file: str, size: int) -> dict[int, ast.stmt] | None:
 
 @lru_cache(maxsize=256)
 def _line_alone(file: str, size: int, line: int) -> ast.stmt | None:
-    # a file that does not parse as a whole (a notebook cell with `%magic` lines): the line alone
+    # a file that does not parse as a whole (a notebook cell with `%magic` lines): the line alone;
+    # `size` keys the cache, so that an edited file is read again
     text = linecache.getline(file, line).strip()
     if not text or text.endswith(":"):
         return None
@@ -74,8 +75,8 @@ def _line_alone(file: str, size: int, line: int) -> ast.stmt | None:
 
 
 def statement_at(file: str, line: int) -> ast.stmt | None:
-    """The whole simple statement covering `line` of `file` (`loss = criterion(\n out, y)` for
-    either of its lines), from one cached parse of the file; None for a blank line, a compound
+    """The whole simple statement covering `line` of `file` (a `loss = criterion(` call written
+    over two lines, for either of them), from one cached parse of the file; None for a blank line, a compound
     statement's header (`for ...:`, `with ...:`, `def ...`), or a file linecache cannot read.
     Several statements on one line: the first. The node is shared: copy it before changing it."""
     lines = linecache.getlines(file)
