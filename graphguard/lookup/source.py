@@ -76,9 +76,10 @@ def _line_alone(file: str, size: int, line: int) -> ast.stmt | None:
 
 def statement_at(file: str, line: int) -> ast.stmt | None:
     """The whole simple statement covering `line` of `file` (a `loss = criterion(` call written
-    over two lines, for either of them), from one cached parse of the file; None for a blank line, a compound
-    statement's header (`for ...:`, `with ...:`, `def ...`), or a file linecache cannot read.
-    Several statements on one line: the first. The node is shared: copy it before changing it."""
+    over two lines, for either of them), from one cached parse of the file; None for a blank
+    line, a compound statement's header (`for ...:`, `with ...:`, `def ...`), or a file linecache
+    cannot read. Several statements on one line: the first. The node is shared: copy it before
+    changing it."""
     lines = linecache.getlines(file)
     if not lines or not 1 <= line <= len(lines):
         return None
