@@ -103,7 +103,7 @@ def user_modules(frames: list[types.FrameType] | None = None) -> Iterator[tuple[
             elif isinstance(value, (list, tuple, dict)) and not isinstance(value, torch.Size):
                 found = [(f"{name}{key}", x) for key, x in _container_items(value)
                          if isinstance(x, torch.nn.Module)]
-            elif _user_object(value):
+            elif _user_object(value) or _framework_object(value):
                 found = list(_held_modules(name, value))
             else:
                 continue
@@ -121,6 +121,19 @@ def _user_object(v: Any) -> bool:
                 types.MethodType, list, tuple, dict)) or not hasattr(v, "__dict__"):
         return False
     return is_user_object(v)
+
+
+def _framework_object(v: Any) -> bool:
+    """An object of a library other than torch and graphguard held in a user frame: a framework's
+    trainer (the Hugging Face `Trainer`, Lightning's) holds the user's model, which the user then
+    names through it (`trainer.model.aux_head`). Torch's objects (optimizers, loaders) and
+    graphguard's (the guard, its callbacks) hold modules the user names by their own variables.
+    Only objects a user frame holds directly: below them, only the user's objects are searched."""
+    if type(v) in weakref.ProxyTypes or isinstance(
+            v, (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType,
+                types.MethodType, list, tuple, dict)) or not hasattr(v, "__dict__"):
+        return False
+    return type(v).__module__.partition(".")[0] not in ("builtins", "torch", "graphguard")
 
 
 def _held_modules(name: str, obj: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:
