@@ -275,3 +275,22 @@ def test_roots_follow_an_import_after_the_first_lookup(tmp_path: Path, monkeypat
         assert all("gg_late_framework" not in fr.file for fr in site)
     finally:
         sys.modules.pop("gg_late_framework", None)
+
+
+# ---- statement_at (lookup/source.py): the one cached read of a statement -----------------------------
+def test_statement_at_covers_the_whole_statement(tmp_path: Path) -> None:
+    import ast
+
+    from graphguard.lookup.source import statement_at
+    src = tmp_path / "prog.py"
+    src.write_text("loss = criterion(\n    out, y)  # SECOND\nfor x in loader:  # HEADER\n"
+                   "    a = 1; b = 2  # TWO\nwith ctx: h.add_(1)  # ONE-LINE-WITH\n\n")
+    at = marker_lines(src)
+    first = statement_at(str(src), 1)
+    assert isinstance(first, ast.Assign) and first.lineno == 1 and first.end_lineno == at("SECOND")
+    assert statement_at(str(src), at("SECOND")) is first  # parsed once, the same node
+    assert statement_at(str(src), at("HEADER")) is None
+    two = statement_at(str(src), at("TWO"))
+    assert isinstance(two, ast.Assign) and ast.unparse(two) == "a = 1"
+    assert ast.unparse(statement_at(str(src), at("ONE-LINE-WITH"))) == "h.add_(1)"
+    assert statement_at(str(src), 6) is None and statement_at(str(src), 99) is None
