@@ -1,16 +1,13 @@
 """Find the user's frames on the call stack, cheaply, without keeping frame objects alive."""
 from __future__ import annotations
 
-import os
 import sys
-import sysconfig
 import traceback
 import types
 from typing import Iterator
 
-import torch
-
 from ..model import Frame, Site, SourceLoc
+from .usercode import PACKAGE_DIR, is_user_file, on_roots_changed
 
 __all__ = ["user_site", "user_loc", "user_frames", "user_stacklevel", "user_traceback", "is_internal_file",
            "is_internal_code", "loc_of", "MAX_FRAMES", "PACKAGE_DIR"]
@@ -18,47 +15,16 @@ __all__ = ["user_site", "user_loc", "user_frames", "user_stacklevel", "user_trac
 # A site keeps at most this many user frames: enough to go from a helper function
 # (`apply_ellipse_mask`) out to the line that named its result (`ref_image = ...`).
 MAX_FRAMES = 4
-# graphguard's own directory (capture/ is one level below it)
-PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _roots() -> tuple[str, ...]:
-    # "scripts": console-script launchers (the `graphguard` command itself), not user code
-    roots = [os.path.dirname(torch.__file__), PACKAGE_DIR,
-             sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["scripts"]]
-    for mod in ("torchviz", "_pytest", "pluggy", "typing_extensions") + _FRAMEWORKS:
-        m = sys.modules.get(mod)
-        f = getattr(m, "__file__", None)
-        if f:
-            roots.append(os.path.dirname(f) if f.endswith("__init__.py") else f)
-    return tuple(os.path.realpath(r) + os.sep for r in roots)
-
-
-# Training frameworks whose frames are not the user's (their `loss.backward()` is not the line
-# to report); roots are recomputed when one of them is imported after the first lookup.
-_FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "transformers", "accelerate",
-               "IPython", "ipykernel")
-_ROOTS: tuple[str, ...] | None = None
-_ROOTS_FOR: tuple[bool, ...] = ()
-# code object -> internal?  Code objects live as long as their functions, so this stays small.
-_INTERNAL: dict[object, bool] = {}
-# The same, keyed by id(code), for user_site: a code object's hash is not cached (it hashes its
-# constants and names again each time, ~1 us a frame, and user_site looks at every frame of the
-# stack three times per iteration). The entry holds the code, so its id is not reused meanwhile.
+# id(code) -> (code, internal?), for user_site and is_internal_code: a code object's hash is not
+# cached (it hashes its constants and names again each time, ~1 us a frame, and user_site looks at
+# every frame of the stack three times per iteration). The entry holds the code, so its id is not reused meanwhile.
 _INTERNAL_BY_ID: dict[int, tuple[object, bool]] = {}
 
 
 def is_internal_file(filename: str) -> bool:
-    """True for torch, graphguard, the standard library and test-runner internals."""
-    global _ROOTS, _ROOTS_FOR
-    loaded = tuple(m in sys.modules for m in _FRAMEWORKS)
-    if _ROOTS is None or loaded != _ROOTS_FOR:
-        _ROOTS, _ROOTS_FOR = _roots(), loaded
-    if filename.startswith("<"):
-        # <frozen runpy>, <string> from exec: frozen modules are internal, exec'd code is the user's
-        return filename.startswith("<frozen")
-    path = os.path.realpath(filename)
-    return path.startswith(_ROOTS)
+    """Not the user's code: torch, graphguard, the standard library, site-packages (frameworks,
+    test runners) and the other library roots of capture/usercode.py (`not is_user_file`)."""
+    return not is_user_file(filename)
 
 
 def is_internal_code(code: types.CodeType) -> bool:
@@ -108,6 +74,10 @@ def user_traceback(e: BaseException) -> list[traceback.FrameSummary]:
 # entry holds the code objects, so their ids are not reused while it lives.
 _SITES: dict[tuple, tuple[Site, tuple]] = {}
 MAX_SITES = 4096  # entries before the cache starts over (a program has a bounded number of them)
+# both caches hold answers of is_user_file: they start over when its roots change (sys.path, the
+# GRAPHGUARD_LIBRARY_PATHS / GRAPHGUARD_USER_PATHS variables)
+on_roots_changed(_INTERNAL_BY_ID)
+on_roots_changed(_SITES)
 _SITE_BUDGET = 96  # frames examined at most: deep framework stacks must not make every op slow
 
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import ast
 import linecache
-import os
 import re
-import sys
-import sysconfig
 import types
 from typing import Any, Iterable
 
 import torch
 
 from ..capture.sites import is_internal_file
+from ..capture.usercode import is_user_class
 from ..model import Frame
 from .names import find_names, live_user_frames, resolve
 from .source import enclosing_scope
@@ -261,8 +259,7 @@ def cache_owner(name: str | None) -> tuple[str, str] | None:
         if isinstance(desc, (types.FunctionType, staticmethod, classmethod, property)) \
                 or not hasattr(kind, "__get__") or hasattr(kind, "__set__") or hasattr(kind, "__delete__"):
             return None  # a method, a data descriptor, a plain class attribute: not a cache
-        file = getattr(sys.modules.get(klass.__module__), "__file__", None)
-        return (owner, attr) if file and _library_file(file) else None
+        return (owner, attr) if not is_user_class(klass) else None
     return None
 
 
@@ -280,14 +277,6 @@ def cached_attribute(owner: str | None, node: Any) -> str | None:
         if isinstance(v, torch.Tensor) and v.grad_fn is node and cache_owner(f"{owner}.{attr}") is not None:
             return attr
     return None
-
-
-def _library_file(file: str) -> bool:
-    if is_internal_file(file):
-        return True
-    path = os.path.realpath(file)
-    libs = {sysconfig.get_paths().get(k) for k in ("purelib", "platlib")} - {None}
-    return any(path.startswith(os.path.realpath(p) + os.sep) for p in libs)
 
 
 def _computed_from(t: torch.Tensor, node: Any) -> bool:

@@ -14,7 +14,8 @@ from typing import Any, Iterator
 import torch
 
 from ..model import Frame
-from ..capture.sites import is_internal_file, user_frames
+from ..capture.sites import user_frames
+from ..capture.usercode import is_user_object
 from .names import SKIP_TYPES, candidates
 
 __all__ = ["Holder", "find_holders", "MAX_ITEMS"]
@@ -60,16 +61,7 @@ def _elements(value: Any) -> Iterator[Any]:
 def _user_class(value: Any) -> bool:
     """Whether `value` is an instance of a class defined in the user's own files (not torch's,
     a library's or graphguard's), and not a module (its tensors are parameters and buffers)."""
-    cls = type(value)
-    if isinstance(value, torch.nn.Module) or cls.__module__ in ("builtins", "__builtin__"):
-        return False
-    # the file of one of its methods: a script run as __main__ (runpy, `graphguard run`) has no
-    # module file of its own to ask
-    for attr in itertools.islice(vars(cls).values(), 32):
-        code = getattr(attr, "__code__", None)
-        if isinstance(code, types.CodeType):
-            return not is_internal_file(code.co_filename)
-    return False
+    return not isinstance(value, torch.nn.Module) and is_user_object(value)
 
 
 def _visit(name: str, value: Any, frame: Frame, depth: int, seen: set[int]) -> Iterator[Holder]:

@@ -21,12 +21,12 @@ from typing import Any
 
 import torch
 
-from ..capture.sites import is_internal_file
+from ..capture.usercode import is_user_class
 from ..model import Frame, SourceLoc
 from .names import NameHit, resolve
 from .owners import user_modules
 from .source import (class_attribute_lines, class_of_function, enclosing_scope, name_assignment_lines,
-                     target_lines)
+                     statement_at, target_lines)
 
 __all__ = ["origin_of", "origin_of_name", "origin_along", "made_name", "MAX_ORIGIN_MODULES"]
 
@@ -35,13 +35,12 @@ MAX_ORIGIN_MODULES = 2000  # modules looked into per search
 
 def _user_class(cls: type) -> str | None:
     """The source file of a class the user wrote (not torch's, not graphguard's), else None."""
+    if not is_user_class(cls):
+        return None
     try:
-        file = inspect.getsourcefile(cls)
+        return inspect.getsourcefile(cls)
     except (TypeError, OSError):
         return None
-    if not file or is_internal_file(file):
-        return None
-    return file
 
 
 def _in_class(obj: Any, attr: str) -> SourceLoc | None:
@@ -193,10 +192,7 @@ def origin_of_name(name: str, frame: Frame, value: Any = None,
 def _passes_along(loc: SourceLoc, others: set[str]) -> bool:
     """Whether the statement at `loc` assigns a value read from one of the `others` names
     (`feats = features`, `x = a if flag else features`): an alias, not where the value was made."""
-    try:
-        stmt = ast.parse(loc.code.strip()).body[0]
-    except (SyntaxError, ValueError, IndexError, AttributeError):
-        return False
+    stmt = statement_at(loc.file, loc.line)
     value = getattr(stmt, "value", None)
     if value is None:
         return False

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import torch
 
+from ..capture.usercode import is_user_object
 from ..model import Frame
 from .names import candidates, live_user_frames, python_path
 
@@ -102,7 +103,7 @@ def user_modules(frames: list[types.FrameType] | None = None) -> Iterator[tuple[
             elif isinstance(value, (list, tuple, dict)) and not isinstance(value, torch.Size):
                 found = [(f"{name}{key}", x) for key, x in _container_items(value)
                          if isinstance(x, torch.nn.Module)]
-            elif _user_object(value):
+            elif _user_object(value) or _framework_object(value):
                 found = list(_held_modules(name, value))
             else:
                 continue
@@ -119,8 +120,20 @@ def _user_object(v: Any) -> bool:
             v, (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType,
                 types.MethodType, list, tuple, dict)) or not hasattr(v, "__dict__"):
         return False
-    mod = type(v).__module__ or ""
-    return mod != "builtins" and not mod.startswith(("torch", "numpy", "graphguard"))
+    return is_user_object(v)
+
+
+def _framework_object(v: Any) -> bool:
+    """An object of a library other than torch and graphguard held in a user frame: a framework's
+    trainer (the Hugging Face `Trainer`, Lightning's) holds the user's model, which the user then
+    names through it (`trainer.model.aux_head`). Torch's objects (optimizers, loaders) and
+    graphguard's (the guard, its callbacks) hold modules the user names by their own variables.
+    Only objects a user frame holds directly: below them, only the user's objects are searched."""
+    if type(v) in weakref.ProxyTypes or isinstance(
+            v, (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType,
+                types.MethodType, list, tuple, dict)) or not hasattr(v, "__dict__"):
+        return False
+    return type(v).__module__.partition(".")[0] not in ("builtins", "torch", "graphguard")
 
 
 def _held_modules(name: str, obj: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:

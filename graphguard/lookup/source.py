@@ -14,7 +14,7 @@ __all__ = ["called_names", "assignment_lines", "attribute_assignment_lines", "gr
            "enclosing_scope", "target_lines", "name_assignment_lines", "class_attribute_lines",
            "class_of_function", "assigned_targets", "inplace_receivers", "parsed", "own_nodes",
            "targets_of",
-           "expr_text", "statement_loc"]
+           "expr_text", "statement_loc", "statement_at"]
 
 _GROW_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update", "setdefault",
                            "__setitem__"})
@@ -33,6 +33,61 @@ def _parse(file: str, size: int) -> ast.Module | None:
 def _tree(file: str) -> ast.Module | None:
     lines = linecache.getlines(file)
     return _parse(file, len(lines)) if lines else None
+
+
+# Statements that hold other statements: their header line is not a statement of its own here
+# (a `for x in loader:` line has no simple statement, as it had none parsed on its own).
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor,
+             ast.While, ast.With, ast.AsyncWith, ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+             *((ast.Match,) if hasattr(ast, "Match") else ()))
+
+
+@lru_cache(maxsize=64)
+def _statement_index(file: str, size: int) -> dict[int, ast.stmt] | None:
+    """line -> the first simple statement spanning it, for the whole file (one parse, one walk);
+    None when the file does not parse as a whole."""
+    tree = _parse(file, size)
+    if tree is None:
+        return None
+    index: dict[int, tuple[tuple[int, int], ast.stmt]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND):
+            start = (node.lineno, node.col_offset)
+            for ln in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                old = index.get(ln)
+                if old is None or start < old[0]:  # `a = f(x); b = g(a)`: the first of the line
+                    index[ln] = (start, node)
+    return {ln: node for ln, (_, node) in index.items()}
+
+
+@lru_cache(maxsize=256)
+def _line_alone(file: str, size: int, line: int) -> ast.stmt | None:
+    # a file that does not parse as a whole (a notebook cell with `%magic` lines): the line alone;
+    # `size` keys the cache, so that an edited file is read again
+    text = linecache.getline(file, line).strip()
+    if not text or text.endswith(":"):
+        return None
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return None
+    return body[0] if body and not isinstance(body[0], _COMPOUND) else None
+
+
+def statement_at(file: str, line: int) -> ast.stmt | None:
+    """The whole simple statement covering `line` of `file` (a `loss = criterion(` call written
+    over two lines, for either of them), from one cached parse of the file; None for a blank
+    line, a compound statement's header (`for ...:`, `with ...:`, `def ...`), or a file linecache
+    cannot read. Several statements on one line: the first. The node is shared: copy it before
+    changing it."""
+    lines = linecache.getlines(file)
+    if not lines or not 1 <= line <= len(lines):
+        return None
+    size = len(lines)
+    index = _statement_index(file, size)
+    if index is None:
+        return _line_alone(file, size, line)
+    return index.get(line)
 
 
 def enclosing_scope(file: str, line: int) -> ast.AST | None:

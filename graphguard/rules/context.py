@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import linecache
 import weakref
 from typing import Any, Callable, Mapping, TypeVar
 
@@ -10,7 +9,7 @@ import torch
 
 from ..lookup.names import NameHit, find_held_object, find_name, find_names, find_objects, live_user_frames, resolve
 from ..lookup.origins import made_name, origin_of, origin_of_name
-from ..lookup.source import assigned_targets, inplace_receivers, target_lines
+from ..lookup.source import assigned_targets, inplace_receivers, statement_at, target_lines
 from ..capture.ddp import DdpWindow, collective_calls, declared_unused, open_windows, reduced_windows
 from ..capture.gradmode import GradSwitch
 from ..capture.graph import summarize
@@ -31,16 +30,9 @@ def assigned_name(frame: Frame, func: str | None = None) -> str | None:
 
     Only a name the user wrote on that line, for a call that is the whole right-hand side.
     """
-    text = linecache.getline(frame.file, frame.line).strip()
-    if not text:
+    stmt = statement_at(frame.file, frame.line)
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
         return None
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
-    if not tree.body or not isinstance(tree.body[0], (ast.Assign, ast.AnnAssign)):
-        return None
-    stmt = tree.body[0]
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     if len(targets) != 1 or not isinstance(stmt.value, ast.Call):
         return None

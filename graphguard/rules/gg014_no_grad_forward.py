@@ -14,6 +14,7 @@ from ..lookup.source import assigned_targets, called_names, enclosing_scope
 from ..lookup.returns import rebinding_of
 from ..model import Finding, Related, Site, SourceLoc, Subject
 from ..capture.graph import summarize
+from ..capture.usercode import is_user_object
 from .base import Rule, display
 from .context import RuleContext, assigned_name
 from .shared.nograd import Region, global_switch, region_for, region_of, user_no_grad_region
@@ -308,10 +309,10 @@ class NoGradForward(Rule):
 
 def _layer_is_subject(module: torch.nn.Module, cut: list[torch.Tensor]) -> bool:
     """Whether a finding about parameters left without gradient names their module rather than
-    the parameter: a torch layer (its weight and bias are the layer's), or a module of the user's
+    the parameter: a library's layer, torch's or another's (its weight and bias are the layer's), or a module of the user's
     with more than one of its own parameters cut. A parameter the user made and assigned by hand in
     a module of theirs (`self._kernel = nn.Parameter(...)`) is named itself."""
-    if type(module).__module__.startswith("torch."):
+    if not is_user_object(module):
         return True
     own = {id(p) for p in module.parameters(recurse=False)}
     return sum(id(p) in own for p in cut) > 1 or not own

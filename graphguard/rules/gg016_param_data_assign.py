@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import linecache
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ import torch
 
 from ..capture.graph import leaf_of, walk
 from ..events import DataAssign, StepCall
+from ..lookup.source import statement_at
 from ..model import Finding, Frame, Related
 from .base import Rule, display
 from .context import RuleContext
@@ -21,12 +21,8 @@ __all__ = ["ParamDataAssign"]
 
 def written_target(frame: Frame) -> str | None:
     """`self.decoder.weight` for a line `self.decoder.weight.data = ...` (wording only)."""
-    text = linecache.getline(frame.file, frame.line).strip()
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
+    stmt = statement_at(frame.file, frame.line)
+    for node in ast.walk(stmt) if stmt is not None else ():
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:

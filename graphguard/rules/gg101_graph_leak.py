@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-import linecache
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +11,7 @@ from ..capture.graph import walk
 from ..lookup.holders import Holder, find_holders
 from ..lookup.module_state import module_state_holders
 from ..capture.state import Stamp
-from ..lookup.source import assignment_lines, enclosing_scope, growth_lines
+from ..lookup.source import assignment_lines, enclosing_scope, growth_lines, statement_at
 from ..events import BackwardCall, GuardExit, StepDone
 from ..model import Finding, Frame, SourceLoc, Subject
 from .base import Rule, display
@@ -295,11 +295,10 @@ def _fix(loc: SourceLoc, name: str, scalar: bool) -> str:
     """The accumulating line rewritten to store `.item()` (or `.detach()`) of the value."""
     how = "item" if scalar else "detach"
     generic = f"store {name}'s values with .{how}() so that no graph is kept"
-    text = linecache.getline(loc.file, loc.line).strip()
-    try:
-        stmt = ast.parse(text).body[0]
-    except (SyntaxError, IndexError, ValueError):
+    found = statement_at(loc.file, loc.line)
+    if found is None:
         return generic
+    stmt = copy.deepcopy(found)  # rewritten below: the parsed statement is shared
     if isinstance(stmt, ast.AugAssign):
         stmt.value = _wrapped(stmt.value, how)
     elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \

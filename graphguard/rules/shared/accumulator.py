@@ -10,12 +10,11 @@ ran through was made by a statement that grows the very variable this backward s
 from __future__ import annotations
 
 import ast
-import linecache
 from dataclasses import dataclass
 
 from ...events import BackwardCall
 from ...lookup.assigned import name_where_made
-from ...lookup.source import target_lines
+from ...lookup.source import statement_at, target_lines
 from ...model import Frame, SourceLoc
 from ..context import RuleContext
 from .stale import StaleAnalysis
@@ -32,11 +31,7 @@ class Accumulator:
 
 def _grows(frame: Frame, name: str) -> bool:
     """Whether the statement at `frame` grows `name`: `name += x` or `name = name + x`."""
-    text = linecache.getline(frame.file, frame.line).strip()
-    try:
-        stmt = ast.parse(text).body[0] if text else None
-    except (SyntaxError, IndexError):
-        return False
+    stmt = statement_at(frame.file, frame.line)
     if isinstance(stmt, ast.AugAssign):
         return ast.unparse(stmt.target) == name
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and ast.unparse(stmt.targets[0]) == name:

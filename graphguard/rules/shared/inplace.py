@@ -7,6 +7,7 @@ import io
 import linecache
 import tokenize
 
+from ...lookup.source import statement_at
 from ...model import Frame
 
 __all__ = ["describe_inplace", "written_name", "out_of_place", "is_inplace_flag_op", "flag_op_forms",
@@ -70,19 +71,10 @@ def describe_inplace(op: str, frame: Frame | None = None) -> str:
 
 
 def line_stmt(frame: Frame | None) -> ast.stmt | None:
-    """The one statement on a user line, parsed (None for multi-line statements)."""
+    """The statement covering a user line, parsed (lookup/source.py's statement_at)."""
     if frame is None:
         return None
-    text = linecache.getline(frame.file, frame.line).strip()
-    if not text:
-        return None
-    if text.endswith(":"):  # `with torch.no_grad(): ...` written on one line keeps its body
-        return None
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
-    return tree.body[0] if len(tree.body) == 1 else None
+    return statement_at(frame.file, frame.line)
 
 
 def line_code(frame: Frame | None) -> str:
