@@ -34,7 +34,7 @@ import torch
 from ..model import Site
 from .state import Mark
 
-__all__ = ["SequenceMarks", "sequence_now", "MAX_RANGES"]
+__all__ = ["SequenceMarks", "BackwardRoots", "sequence_now", "MAX_RANGES"]
 MAX_RANGES = 1024  # backwards remembered by range; past it the older half is dropped (see below)
 
 _NEXT_SEQUENCE_NR = getattr(torch._C._autograd, "_get_sequence_nr", None)
@@ -118,3 +118,47 @@ class SequenceMarks:
         """The Mark of the range holding `seq`, if any (a candidate: see the NOTE)."""
         i = self.range_of(seq)
         return self.mark_at(i) if i >= 0 else None
+
+
+class BackwardRoots:
+    """The nodes each graph-marking backward started from, by sequence number.
+
+    A later graph that holds the very node an earlier backward started from carries that whole
+    earlier loss (`loss += loss_t` again after `loss.backward()`, without `loss = 0`): run-time
+    evidence that tells an accumulator kept across backwards from two losses that merely share a
+    trunk, whatever the variables are called. Numbers, not nodes: nothing is kept alive. A node's
+    number is unique within its thread's autograd counter (see NOTE [marks by sequence number]).
+    """
+
+    __slots__ = ("_roots",)
+    # backwards remembered: the loss carried into a later one is that of a recent backward (the
+    # pass before, SAM's first step); a flat memory over a long run matters more than older ones
+    KEEP = 64
+
+    def __init__(self) -> None:
+        self._roots: dict[int, tuple[int, ...]] = {}  # backward index -> its roots' numbers
+
+    def add(self, backward: int, nodes: "list[object]") -> None:
+        """Backward number `backward` starts from `nodes` (autograd graph nodes)."""
+        seqs = []
+        for n in nodes:
+            try:
+                seqs.append(n._sequence_nr())  # type: ignore[attr-defined]
+            except Exception:  # not a graph node (a custom root): nothing to compare later
+                continue
+        if len(self._roots) >= self.KEEP:
+            del self._roots[next(iter(self._roots))]  # the oldest backward
+        self._roots[backward] = tuple(seqs)
+
+    def __len__(self) -> int:
+        return len(self._roots)
+
+    def started_from(self, backward: int, node: object) -> bool:
+        """Whether backward number `backward` started from `node`."""
+        seqs = self._roots.get(backward)
+        if not seqs:
+            return False
+        try:
+            return node._sequence_nr() in seqs  # type: ignore[attr-defined]
+        except Exception:
+            return False
