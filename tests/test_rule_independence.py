@@ -55,3 +55,35 @@ _TABLE = [
 def test_user_region_decision_truth_table(cuts: list[Cut], expected: int | None) -> None:
     got = switch_of_cuts(cuts)
     assert got == (cuts[expected].switch if expected is not None else None)
+
+
+# The decisions moved off the source so far (issue 29): each reads capture data only. A call of a
+# naming or source helper inside one of them (ctx.name_of, lookup/, linecache, ast) fails here.
+DECISIONS = {
+    "shared/nograd.py": ["switch_of_cuts"],
+    "shared/accumulator.py": ["carried_loss"],
+}
+_DESCRIBERS = {"name_of", "subject", "subject_of_node", "frames", "creation", "name_of_cut_value",
+               "fix_at", "loc", "parse", "getline", "unparse", "name_where_made", "target_lines",
+               "find_name", "resolve", "origin_of", "region_for", "region_of"}
+
+
+def _lookup_imports(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and "lookup" in node.module.split("."):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("module,function", [(m, f) for m, fs in DECISIONS.items() for f in fs])
+def test_decisions_read_capture_data_only(module: str, function: str) -> None:
+    tree = ast.parse((RULES / module).read_text(encoding="utf-8"))
+    banned = _DESCRIBERS | _lookup_imports(tree)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    used = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            f = node.func
+            used.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+    assert not used & banned, f"{module}:{function} calls {sorted(used & banned)}"
