@@ -87,3 +87,31 @@ def test_decisions_read_capture_data_only(module: str, function: str) -> None:
             f = node.func
             used.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
     assert not used & banned, f"{module}:{function} calls {sorted(used & banned)}"
+
+
+# carried_loss: (analysis kind, built together, the member's mark retained, the member is the node
+# the earlier backward started from) -> whether the earlier loss counts as carried into this one
+_CARRIED = [
+    ("freed", False, False, True, True),    # SAM's second pass: `loss += t` without `loss = 0`
+    ("freed", False, False, False, False),  # two losses sharing a trunk: GG003's
+    ("freed", True, False, True, False),    # built together before the first backward: GG003's
+    ("freed", False, True, True, False),    # the earlier backward retained its graph
+    ("retained", False, False, True, False),
+    ("none", False, False, True, False),
+]
+
+
+@pytest.mark.parametrize("kind,together,retained,started,expected", _CARRIED)
+def test_carried_loss_truth_table(kind, together, retained, started, expected) -> None:
+    from types import SimpleNamespace
+
+    from graphguard.capture.state import Mark
+    from graphguard.rules.shared.accumulator import carried_loss
+    from graphguard.rules.shared.stale import StaleAnalysis
+
+    node = object()
+    mark = Mark(0, 0, (), retained)
+    a = StaleAnalysis(kind, {3}, built_together=together)
+    event = SimpleNamespace(scan=SimpleNamespace(marks={3: mark}, nodes={3: node}))
+    ctx = SimpleNamespace(started_backward=lambda n, m: started and n is node and m is mark)
+    assert (carried_loss(event, a, ctx) == 3) is expected
