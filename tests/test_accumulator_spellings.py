@@ -179,3 +179,57 @@ def test_a_loss_built_with_the_first_before_its_backward_stays_gg003(tmp_path: P
         pass
     errors = [(f.code, f.location.line) for f in guard.findings if f.severity == "error"]
     assert errors == [("GG003", _line(path, "# bites"))], errors
+
+
+_LATE = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def train(steps=60, forget_from=45):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(6, 4), torch.randn(6, 3)
+    for step in range(steps):
+        out = model(x)
+        loss = 0
+        for t in range(3):
+            loss += F.mse_loss(out[:, t], y[:, t])
+        opt.zero_grad()
+        loss.backward()  # first
+        opt.step()
+        out = model(x)
+        if step < forget_from:
+            loss = 0  # reset
+        for t in range(3):
+            loss += F.mse_loss(out[:, t], y[:, t])
+        opt.zero_grad()
+        loss.backward()  # bites
+        opt.step()
+'''
+
+
+def test_a_reset_forgotten_late_is_named_in_light_mode(tmp_path: Path) -> None:
+    """The reset goes missing at step 45, long after full recording stopped: no creation lines
+    are recorded then, and the accumulator is still named, since the second backward starts from
+    the very tensor the first did (grown in place by `loss += ...`)."""
+    path = tmp_path / "late_reset.py"
+    path.write_text(_LATE)
+    mod = _load(path)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        mod.train()
+    guard = GraphGuard(mode="collect")
+    try:
+        with guard:
+            mod.train()
+    except RuntimeError:
+        pass
+    got = [(f.code, f.subject.name, f.location.line, f.iteration >= 45) for f in guard.findings]
+    assert got == [("GG001", "loss", _line(path, "# bites"), True)], got
+    f = guard.findings[0]
+    assert f.before_crash
+    roles = {r.role: r.location.line for r in f.related if r.location}
+    assert roles["consumed-by"] == _line(path, "# first")
+    assert roles["fix-at"] == _line(path, "# reset")

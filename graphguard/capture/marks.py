@@ -26,6 +26,7 @@ are read as old nodes (metadata), never as fresh ones.
 """
 from __future__ import annotations
 
+import weakref
 from array import array
 from bisect import bisect_right
 
@@ -130,16 +131,20 @@ class BackwardRoots:
     number is unique within its thread's autograd counter (see NOTE [marks by sequence number]).
     """
 
-    __slots__ = ("_roots",)
+    __slots__ = ("_roots", "_tensors")
     # backwards remembered: the loss carried into a later one is that of a recent backward (the
     # pass before, SAM's first step); a flat memory over a long run matters more than older ones
     KEEP = 64
 
     def __init__(self) -> None:
         self._roots: dict[int, tuple[int, ...]] = {}  # backward index -> its roots' numbers
+        # backward index -> its first root tensor, weakly: `loss += t` grows that very tensor in
+        # place, so the next backward starting from the same object started from the same variable
+        self._tensors: dict[int, weakref.ref] = {}
 
-    def add(self, backward: int, nodes: "list[object]") -> None:
-        """Backward number `backward` starts from `nodes` (autograd graph nodes)."""
+    def add(self, backward: int, nodes: "list[object]", root: object = None) -> None:
+        """Backward number `backward` starts from `nodes` (autograd graph nodes); `root`, its
+        first root tensor (kept weakly)."""
         seqs = []
         for n in nodes:
             try:
@@ -147,8 +152,20 @@ class BackwardRoots:
             except Exception:  # not a graph node (a custom root): nothing to compare later
                 continue
         if len(self._roots) >= self.KEEP:
-            del self._roots[next(iter(self._roots))]  # the oldest backward
+            oldest = next(iter(self._roots))
+            del self._roots[oldest]
+            self._tensors.pop(oldest, None)
         self._roots[backward] = tuple(seqs)
+        if root is not None:
+            try:
+                self._tensors[backward] = weakref.ref(root)
+            except TypeError:
+                pass
+
+    def same_root_tensor(self, backward: int, t: object) -> bool:
+        """Whether backward number `backward` started from the tensor object `t` itself."""
+        ref = self._tensors.get(backward)
+        return ref is not None and t is not None and ref() is t
 
     def __len__(self) -> int:
         return len(self._roots)

@@ -96,15 +96,24 @@ def unreset_accumulator(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext,
     node = event.scan.nodes[at]
     st = ctx.stamp(node)
     if st is None or not st.site:
-        return None
+        # no creation line recorded (light mode): the variable is still named when this backward
+        # starts from the very tensor the earlier one did, grown in place (`loss += t`)
+        mark = event.scan.marks[at]
+        if mark is None or not ctx.same_root_tensor(event.roots[0], mark):
+            return None
+        return Accumulator(root_hit.name, None, _reset_before(event, root_hit.name))
     made = name_where_made(node, st.site)
     if made is None and _grown_in_place(_statement(st.site[0])) == root_hit.name:
         made = (root_hit.name, st.site[0])  # `loss.add_(t)`: the op's result is the variable itself
     if made is None or made[0] != root_hit.name or made[1] is None or not _grows(made[1], made[0]):
         return None
-    reset = None
-    if event.site:
-        bw = event.site[0]
-        found = [s for s in target_lines(bw.file, bw.line, made[0]) if s.line < bw.line]
-        reset = found[-1] if found else None
-    return Accumulator(made[0], ctx.loc((made[1],)), reset)
+    return Accumulator(made[0], ctx.loc((made[1],)), _reset_before(event, made[0]))
+
+
+def _reset_before(event: BackwardCall, name: str) -> SourceLoc | None:
+    """The last plain assignment of `name` above the backward's line (`loss = 0`)."""
+    if not event.site:
+        return None
+    bw = event.site[0]
+    found = [s for s in target_lines(bw.file, bw.line, name) if s.line < bw.line]
+    return found[-1] if found else None
