@@ -847,6 +847,7 @@ class GraphGuard:
             before = [md.get(key) for md in leaf_md]
             if lean.lo >= 0:
                 self._seq_marks.add(lean.lo, lean.hi, mark)
+            rec.backward_roots.add(index, [fn], root)
             for md in leaf_md:
                 md[key] = mark
             self._fresh_from = lean.counter
@@ -998,6 +999,9 @@ class GraphGuard:
             # here (R1 penalty in a gradient-accumulation micro-batch) belongs to the next iteration.
             it += 1
         self._mark_nodes(call, Mark(call.index, it, call.site, call.retain_graph))
+        walk = call.scan.walk
+        self.rec.backward_roots.add(call.index, walk.nodes[:walk.roots],
+                                    call.roots[0] if call.roots else None)
         return True
 
     def _mark_nodes(self, call: BackwardCall, mark: Mark) -> None:

@@ -55,3 +55,63 @@ _TABLE = [
 def test_user_region_decision_truth_table(cuts: list[Cut], expected: int | None) -> None:
     got = switch_of_cuts(cuts)
     assert got == (cuts[expected].switch if expected is not None else None)
+
+
+# The decisions moved off the source so far (issue 29): each reads capture data only. A call of a
+# naming or source helper inside one of them (ctx.name_of, lookup/, linecache, ast) fails here.
+DECISIONS = {
+    "shared/nograd.py": ["switch_of_cuts"],
+    "shared/accumulator.py": ["carried_loss"],
+}
+_DESCRIBERS = {"name_of", "subject", "subject_of_node", "frames", "creation", "name_of_cut_value",
+               "fix_at", "loc", "parse", "getline", "unparse", "name_where_made", "target_lines",
+               "find_name", "resolve", "origin_of", "region_for", "region_of", "statement_at"}
+
+
+def _lookup_imports(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and "lookup" in node.module.split("."):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("module,function", [(m, f) for m, fs in DECISIONS.items() for f in fs])
+def test_decisions_read_capture_data_only(module: str, function: str) -> None:
+    tree = ast.parse((RULES / module).read_text(encoding="utf-8"))
+    banned = _DESCRIBERS | _lookup_imports(tree)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    used = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            f = node.func
+            used.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+    assert not used & banned, f"{module}:{function} calls {sorted(used & banned)}"
+
+
+# carried_loss: (analysis kind, built together, the member's mark retained, the member is the node
+# the earlier backward started from) -> whether the earlier loss counts as carried into this one
+_CARRIED = [
+    ("freed", False, False, True, True),    # SAM's second pass: `loss += t` without `loss = 0`
+    ("freed", False, False, False, False),  # two losses sharing a trunk: GG003's
+    ("freed", True, False, True, False),    # built together before the first backward: GG003's
+    ("freed", False, True, True, False),    # the earlier backward retained its graph
+    ("retained", False, False, True, False),
+    ("none", False, False, True, False),
+]
+
+
+@pytest.mark.parametrize("kind,together,retained,started,expected", _CARRIED)
+def test_carried_loss_truth_table(kind, together, retained, started, expected) -> None:
+    from types import SimpleNamespace
+
+    from graphguard.capture.state import Mark
+    from graphguard.rules.shared.accumulator import carried_loss
+    from graphguard.rules.shared.stale import StaleAnalysis
+
+    node = object()
+    mark = Mark(0, 0, (), retained)
+    a = StaleAnalysis(kind, {3}, built_together=together)
+    event = SimpleNamespace(scan=SimpleNamespace(marks={3: mark}, nodes={3: node}))
+    ctx = SimpleNamespace(started_backward=lambda n, m: started and n is node and m is mark)
+    assert (carried_loss(event, a, ctx) == 3) is expected

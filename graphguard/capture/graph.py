@@ -5,7 +5,7 @@ from typing import Any, Iterator
 
 import torch
 
-__all__ = ["walk", "seed", "Walk", "bfs_parents", "is_freed", "saved_attrs", "leaf_of", "summarize", "node_name",
+__all__ = ["registering_modules", "walk", "seed", "Walk", "bfs_parents", "is_freed", "saved_attrs", "leaf_of", "summarize", "node_name",
            "DTYPE_SHORT"]
 
 # NOTE [touching nodes]
@@ -170,3 +170,33 @@ def iter_tensors(obj: Any, depth: int = 2) -> Iterator[torch.Tensor]:
     elif depth and isinstance(obj, dict):
         for o in obj.values():
             yield from iter_tensors(o, depth - 1)
+
+
+def registering_modules(params: list[torch.Tensor]) -> dict[int, tuple[torch.nn.Module, str]]:
+    """id(parameter) -> (a live module that registers it, its attribute name), read from what
+    refers to the parameters (gc), whatever holds the module and whether a name reaches it.
+
+    Costs one pass over the collector's objects per level: call it rarely (a finding about to be
+    dropped or worded), never per step."""
+    import gc
+
+    if not params:
+        return {}
+    want = {id(p) for p in params}
+    out: dict[int, tuple[torch.nn.Module, str]] = {}
+    for d in gc.get_referrers(*params):
+        # a module's `_parameters` (a dict of name -> parameter) is referred to by the module's
+        # own __dict__, which the module refers to
+        if not isinstance(d, dict) or len(d) > 10_000:
+            continue
+        hits = [(k, v) for k, v in d.items() if id(v) in want and isinstance(k, str)]
+        if not hits:
+            continue
+        for attrs in gc.get_referrers(d):
+            if not isinstance(attrs, dict) or attrs.get("_parameters") is not d:
+                continue
+            for mod in gc.get_referrers(attrs):
+                if isinstance(mod, torch.nn.Module) and getattr(mod, "__dict__", None) is attrs:
+                    for k, v in hits:
+                        out.setdefault(id(v), (mod, k))
+    return out

@@ -26,6 +26,7 @@ are read as old nodes (metadata), never as fresh ones.
 """
 from __future__ import annotations
 
+import weakref
 from array import array
 from bisect import bisect_right
 
@@ -34,7 +35,7 @@ import torch
 from ..model import Site
 from .state import Mark
 
-__all__ = ["SequenceMarks", "sequence_now", "MAX_RANGES"]
+__all__ = ["SequenceMarks", "BackwardRoots", "sequence_now", "MAX_RANGES"]
 MAX_RANGES = 1024  # backwards remembered by range; past it the older half is dropped (see below)
 
 _NEXT_SEQUENCE_NR = getattr(torch._C._autograd, "_get_sequence_nr", None)
@@ -118,3 +119,63 @@ class SequenceMarks:
         """The Mark of the range holding `seq`, if any (a candidate: see the NOTE)."""
         i = self.range_of(seq)
         return self.mark_at(i) if i >= 0 else None
+
+
+class BackwardRoots:
+    """The nodes each graph-marking backward started from, by sequence number.
+
+    A later graph that holds the very node an earlier backward started from carries that whole
+    earlier loss (`loss += loss_t` again after `loss.backward()`, without `loss = 0`): run-time
+    evidence that tells an accumulator kept across backwards from two losses that merely share a
+    trunk, whatever the variables are called. Numbers, not nodes: nothing is kept alive. A node's
+    number is unique within its thread's autograd counter (see NOTE [marks by sequence number]).
+    """
+
+    __slots__ = ("_roots", "_tensors")
+    # backwards remembered: the loss carried into a later one is that of a recent backward (the
+    # pass before, SAM's first step); a flat memory over a long run matters more than older ones
+    KEEP = 64
+
+    def __init__(self) -> None:
+        self._roots: dict[int, tuple[int, ...]] = {}  # backward index -> its roots' numbers
+        # backward index -> its first root tensor, weakly: `loss += t` grows that very tensor in
+        # place, so the next backward starting from the same object started from the same variable
+        self._tensors: dict[int, weakref.ref] = {}
+
+    def add(self, backward: int, nodes: "list[object]", root: object = None) -> None:
+        """Backward number `backward` starts from `nodes` (autograd graph nodes); `root`, its
+        first root tensor (kept weakly)."""
+        seqs = []
+        for n in nodes:
+            try:
+                seqs.append(n._sequence_nr())  # type: ignore[attr-defined]
+            except Exception:  # not a graph node (a custom root): nothing to compare later
+                continue
+        if len(self._roots) >= self.KEEP:
+            oldest = next(iter(self._roots))
+            del self._roots[oldest]
+            self._tensors.pop(oldest, None)
+        self._roots[backward] = tuple(seqs)
+        if root is not None:
+            try:
+                self._tensors[backward] = weakref.ref(root)
+            except TypeError:
+                pass
+
+    def same_root_tensor(self, backward: int, t: object) -> bool:
+        """Whether backward number `backward` started from the tensor object `t` itself."""
+        ref = self._tensors.get(backward)
+        return ref is not None and t is not None and ref() is t
+
+    def __len__(self) -> int:
+        return len(self._roots)
+
+    def started_from(self, backward: int, node: object) -> bool:
+        """Whether backward number `backward` started from `node`."""
+        seqs = self._roots.get(backward)
+        if not seqs:
+            return False
+        try:
+            return node._sequence_nr() in seqs  # type: ignore[attr-defined]
+        except Exception:
+            return False

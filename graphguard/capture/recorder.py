@@ -22,6 +22,7 @@ from .state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Packed
 from .state import Stamp
 from .sites import user_site
 from .gradmode import GradSwitches
+from .marks import BackwardRoots
 
 __all__ = ["Recorder", "SavedTensorModified"]
 
@@ -105,6 +106,8 @@ class Recorder:
         self.inference_switch: WeakIdKeyDictionary = WeakIdKeyDictionary()
         # the grad-mode switches in force (capture/gradmode.py): who turned autograd off
         self.grad_switches = GradSwitches()
+        # the nodes each marking backward started from (GG001/GG003: a loss carried into the next)
+        self.backward_roots = BackwardRoots()
 
     # ---- the mode's entry point -------------------------------------------------------------
     def on_op(self, func: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:

@@ -140,17 +140,35 @@ def _expand(name: str, value: Any, scope: str, depth: int = 2) -> Iterator[tuple
         for i, (k, v) in enumerate(list(value.items())):
             if i >= MAX_CONTAINER:
                 break
-            if isinstance(v, (torch.Tensor, list, tuple)) and isinstance(k, (str, int)):
+            # modules too: `nets = {"G": generator, "D": discriminator}`
+            if isinstance(v, (torch.Tensor, list, tuple, torch.nn.Module)) and isinstance(k, (str, int)):
                 yield from _expand(f"{name}[{k!r}]", v, "element", depth - 1)
-    elif hasattr(value, "__dict__") and type(value).__module__ not in ("builtins",):
-        # a user's helper object (a logger, a config): one level of tensor attributes
-        try:
-            items = list(vars(value).items())[:MAX_CONTAINER]
-        except TypeError:
-            return
-        for attr, v in items:
-            if isinstance(v, (torch.Tensor, list, tuple, dict)) and not attr.startswith("_"):
+    elif type(value).__module__ not in ("builtins",):
+        # a user's helper object (a logger, a config, a dataclass bundling the models): its
+        # tensor, container and module attributes, from its __dict__ or its __slots__
+        for attr, v in _instance_items(value):
+            if isinstance(v, (torch.Tensor, list, tuple, dict, torch.nn.Module)) and not attr.startswith("_"):
                 yield from _expand(f"{name}.{attr}", v, "attribute", depth - 1)
+
+
+def _instance_items(value: Any) -> list[tuple[str, Any]]:
+    """An object's own attributes: its instance dict, and the slots its classes declare (read
+    through the slot descriptors, which run no user code); at most MAX_CONTAINER of them."""
+    out: list[tuple[str, Any]] = []
+    d = getattr(value, "__dict__", None)
+    if isinstance(d, dict):
+        out.extend(list(d.items())[:MAX_CONTAINER])
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for attr in (slots,) if isinstance(slots, str) else slots:
+            desc = cls.__dict__.get(attr)
+            if type(desc).__name__ != "member_descriptor" or len(out) >= MAX_CONTAINER:
+                continue
+            try:
+                out.append((attr, desc.__get__(value, cls)))
+            except AttributeError:  # a slot never set
+                continue
+    return out
 
 
 def find_names(match: Callable[[Any], bool], frames: list[types.FrameType] | None = None,

@@ -142,6 +142,16 @@ class RuleContext:
             m = self._seq_marks.find(seq)
         return m
 
+    def started_backward(self, node: Any, mark: Mark) -> bool:
+        """Whether `node` is a node the backward of `mark` started from (its loss's own node):
+        a graph that holds it carries that whole earlier loss (capture/marks.BackwardRoots)."""
+        return self._rec.backward_roots.started_from(mark.backward, node)
+
+    def same_root_tensor(self, t: Any, mark: Mark) -> bool:
+        """Whether the backward of `mark` started from the tensor object `t` itself (an
+        accumulator grown in place since: `loss += t` on a tensor)."""
+        return self._rec.backward_roots.same_root_tensor(mark.backward, t)
+
     def want_details(self) -> None:
         """Ask for full recording over the next few iterations: the rule saw a misuse in light
         mode that it can only report with names and lines, and reports its next occurrence."""

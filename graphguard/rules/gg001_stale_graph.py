@@ -9,7 +9,7 @@ from ..lookup.assigned import kept_attribute, name_where_made
 from ..lookup.parametrized import cached_parametrization
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, kept_only, snapshot, snapshot_with_roles
-from .shared.accumulator import unreset_accumulator
+from .shared.accumulator import carried_loss, unreset_accumulator
 from .shared.rounds import StepLog
 from .base import Rule, display
 from .context import RuleContext
@@ -78,14 +78,15 @@ class StaleGraph(Rule):
         same = kept_only(a) and self.steps.same_round(a, event.scan, ctx)
         if is_carried(a, ctx.optimizer_steps(), same):
             return None
+        # the earlier backward's own loss held by this graph (run-time evidence, see
+        # shared/accumulator.py): an accumulator carried into this loss, ours whatever the lines
+        carried = carried_loss(event, a, ctx)
         if a.kind == "freed" and a.same_call_line and (
-                a.built_together or self.steps.same_round(a, event.scan, ctx)) \
-                and unreset_accumulator(event, a, ctx) is None:
+                a.built_together or self.steps.same_round(a, event.scan, ctx)) and carried is None:
             # two losses built together, backwarded in turn from one line, or one line run once
             # per optimizer of one training step: GG003's
             return None
-        acc = None
-        if not a.same_call_line:
+        if not a.same_call_line and carried is None:
             # Another backward call reached it: with freed buffers that is GG003 (unless the loss
             # variable itself was never reset: a stale accumulator, ours); with a retained graph
             # it is a deliberate second backward (a GAN generator step reusing D's output), whose
@@ -94,14 +95,14 @@ class StaleGraph(Rule):
             # training step (`loss.backward(); opt.step(); loss.backward()`) is an earlier
             # iteration's graph: ours, as when one line runs twice (unless the two losses were
             # built together: two losses of one batch, each with its own step, GG003's)
-            acc = unreset_accumulator(event, a, ctx) if a.kind == "freed" else None
-            if acc is None and not self.steps.earlier_iteration_graph(a, event.scan, ctx):
+            if not self.steps.earlier_iteration_graph(a, event.scan, ctx):
                 return None
+        acc = unreset_accumulator(event, a, ctx, carried) if carried is not None else None
         consumed = ctx.loc(a.mark.site) if a.mark else None
         earlier = f"the backward at line {consumed.line}" if consumed else "an earlier backward"
         related = [Related("consumed-by", None, "backward", consumed, a.mark.iteration if a.mark else None)]
-        if acc is not None:
-            node = event.scan.nodes[a.marked_boundary]
+        if acc is not None and carried is not None:
+            node = event.scan.nodes[carried]
             subject = dataclasses.replace(ctx.subject_of_node(node), name=acc.name,
                                           created_at=acc.made or ctx.subject_of_node(node).created_at)
             name = acc.name

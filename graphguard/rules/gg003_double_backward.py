@@ -8,7 +8,7 @@ from ..events import BackwardCall
 from ..lookup.assigned import cached_attribute, name_where_made
 from ..model import Finding, Related
 from .shared.stale import analyze, is_carried, kept_only, snapshot
-from .shared.accumulator import unreset_accumulator
+from .shared.accumulator import carried_loss
 from .shared.rounds import StepLog
 from .base import Rule, display
 from .context import RuleContext
@@ -80,8 +80,8 @@ class DoubleBackward(Rule):
             # came between (`loss.backward(); opt.step(); loss.backward()`): this backward runs a
             # graph of an earlier iteration, GG001's
             return None
-        if unreset_accumulator(event, a, ctx) is not None:
-            return None  # the loss variable itself carries the freed graph: GG001's
+        if carried_loss(event, a, ctx) is not None:
+            return None  # this loss holds the whole earlier one (an accumulator): GG001's
         node = event.scan.nodes[a.marked_boundary]
         subject = ctx.subject_of_node(node)
         st = ctx.stamp(node)

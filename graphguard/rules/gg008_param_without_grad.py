@@ -8,6 +8,7 @@ import torch
 
 import weakref
 
+from ..capture.graph import registering_modules
 from ..capture.weakmap import WeakIdMap
 from ..lookup.owners import find_owner, user_modules
 from ..events import BackwardDone, GradRead, GuardExit, ParamGroupAdded, StepCall, StepDone
@@ -503,15 +504,32 @@ class ParamWithoutGrad(Rule):
         made = ctx.loc(self.opt_sites.get(event.optimizer))
         groups = _by_module(ctx, params)
         trained = self._trained_module(params) if every else None
+        owners: dict[int, tuple[torch.nn.Module, str]] = {}
         if not every:
-            # A parameter no user variable reaches any more (the layer it belonged to was replaced
-            # and the new one is used) is dead weight in the optimizer, not a part of the model
-            # that fails to learn; the new layer's own trouble, if any, is GG011's.
+            # A parameter no live module registers any more (the layer it belonged to was
+            # replaced and the new one is used) is dead weight in the optimizer, not a part of the
+            # model that fails to learn; the new layer's own trouble, if any, is GG011's. Decided
+            # from the objects (which module still registers it), not from whether a name is
+            # found: a module the name search cannot reach (a slotted dataclass, a deep
+            # container) is grouped by the module itself and worded without a name.
+            unnamed = [p for label, members in groups if label is None for p in members]
+            owners = registering_modules(unnamed)
+            by_owner: dict[int, list[torch.Tensor]] = {}
+            for p in unnamed:
+                if id(p) in owners:
+                    by_owner.setdefault(id(owners[id(p)][0]), []).append(p)
             groups = [(label, members) for label, members in groups if label is not None]
+            groups += [(None, members) for members in by_owner.values()]
         out = []
         for label, members in groups[:4]:
             p = members[0]
             subject = ctx.subject(p, kind="parameter")
+            unnamed_desc = None  # the best description of an unnamed parameter (issue 29)
+            if label is None and id(p) in owners:
+                module, attr = owners[id(p)]
+                subject = replace(subject, created_at=origin_of(module) or subject.created_at)
+                unnamed_desc = (f"parameter `{attr}` (shape {tuple(p.shape)}) of a "
+                                f"{type(module).__name__} module that {opt_name} holds")
             part_of = None  # the module whose other parameters do train, when it is named
             read_at: list[Related] = []  # where that module's forward reads the parameter
             if trained is not None:
@@ -542,6 +560,11 @@ class ParamWithoutGrad(Rule):
             if subject.created_at is None:
                 subject = replace(subject, created_at=origin_of(p))
             name = subject.name
+            if name is None and unnamed_desc is not None:
+                loc = subject.created_at
+                name_for_text = unnamed_desc + (f", built at line {loc.line}" if loc else "")
+            else:
+                name_for_text = None
             severity = "error" if every else "warning"
             if every:
                 why = (f"none of the parameters {opt_name} holds reached the graph of any backward "
@@ -581,14 +604,16 @@ class ParamWithoutGrad(Rule):
                 why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
                        "while the other parameters did: the forward pass does not use it (a module "
                        "never called, or replaced after the optimizer was built)")
-                fix = (f"call {name or 'the module'} in forward, or leave it out of {opt_name} "
-                       "(or freeze it with requires_grad_(False))")
+                fix = (f"call {name or ('that module' if name_for_text else 'the module')} in forward, "
+                       f"or leave it out of {opt_name} (or freeze it with requires_grad_(False))")
             related = [Related("unreachable", ctx.name_of(q).name if ctx.name_of(q) else None, None,
                                ctx.subject(q).created_at) for q in members[1:4]] + read_at
             if made is not None:
                 related.append(Related("fix-at", opt_name, "optimizer", made))
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"why": why, "fix": fix, "name": display(name, "A parameter")},
+                                    {"why": why, "fix": fix,
+                                     "name": display(name, name_for_text[:1].upper() + name_for_text[1:]
+                                                     if name_for_text else "A parameter")},
                                     related, severity=severity,
                                     graph=cut_snapshot(ctx, [], members,
                                                        f"GG008: {name or 'parameters'} get no gradient",
