@@ -19,7 +19,7 @@ from ..model import Finding, Related, SourceLoc
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .shared.nograd import switch_of_cuts
 from .shared.modules import is_container
-from .shared.reads import read_by_user
+from .shared.reads import read_by_user, read_fails_on_none
 from .shared.steps import ClosureDeferral
 from .base import Rule, display
 from .context import RuleContext
@@ -281,6 +281,12 @@ class ParamWithoutGrad(Rule):
         # now, while the frames are live (once per parameter and backward)
         if self.none_read is None or self.none_read[0]() is not p or self.none_read[3] != self.backwards:
             self.none_read = (weakref.ref(p), event.site, _param_subject(ctx, p), self.backwards)
+        if read_fails_on_none():
+            # `param.grad.data`: the very next instruction raises on the None; report now, before
+            # the AttributeError, rather than explain it once the program has failed
+            pending, self.none_read = self.none_read, None
+            self.read_reported[p] = self.backwards
+            return self._none_read_finding(ctx, pending, before_crash=True)
         return None
 
     def _cuts(self, ctx: RuleContext, p: torch.Tensor, start: int) -> list:
@@ -304,6 +310,12 @@ class ParamWithoutGrad(Rule):
             tb = tb.tb_next
         if not site or (site[0].file, site[0].line) not in lines:
             return None
+        return self._none_read_finding(ctx, pending, before_crash=False)
+
+    def _none_read_finding(self, ctx: RuleContext, pending: tuple, before_crash: bool) -> list[Finding]:
+        """The finding for a `.grad` read as None that the program fails on (pending: the
+        parameter weakly, the read's site, its subject, the backward count)."""
+        ref, site, subject, _ = pending
         p = ref()
         name = subject.name
         opt = next((o for o in (r() for r, _ in list(self.opt_sites.entries.values())) if o is not None
@@ -334,7 +346,7 @@ class ParamWithoutGrad(Rule):
             related.append(Related("fix-at", None, "optimizer", made))
         return [self.finding(ctx, subject, ctx.loc(site), fix,
                              {"why": why, "fix": fix, "name": display(name, "A parameter")},
-                             related, before_crash=False)]
+                             related, before_crash=before_crash)]
 
     def _by_cut_module(self, ctx: RuleContext, cut: list[tuple[torch.Tensor, list]]
                        ) -> list[tuple[list[torch.Tensor], list]]:
