@@ -165,8 +165,13 @@ def _cmd_rules() -> int:
 
 def _cmd_explain(code: str) -> int:
     from .docs import rule_doc
-    from .rules import rule_for_code
+    from .model.messages import is_message_id
+    from .rules import message_for_id, rule_for_code
 
+    if is_message_id(code):  # `graphguard explain GG008.never-called`: that message, then its rule
+        m = message_for_id(code)
+        print(f"{m.id} ({m.severity}): {m.summary}\n")
+        code = m.code
     print(rule_doc(rule_for_code(code)))
     return 0
 

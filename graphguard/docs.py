@@ -5,13 +5,24 @@ import inspect
 
 from .rules import ALL_RULES, Rule
 
-__all__ = ["rule_doc", "rules_markdown"]
+__all__ = ["rule_doc", "messages_doc", "rules_markdown"]
+
+
+def messages_doc(rule: type[Rule]) -> str:
+    """The rule's declared messages as a Markdown list: id, severity, what each reports (the ids
+    that `--select` / `--ignore` take and reports carry)."""
+    if not rule.messages:
+        return ""
+    lines = ["## Messages"]
+    lines += [f"- `{m.id}` ({m.severity}): {m.summary}" for m in rule.messages]
+    return "\n".join(lines) + "\n\n"
 
 
 def rule_doc(rule: type[Rule]) -> str:
-    """The full documentation of one rule, as Markdown."""
+    """The full documentation of one rule, as Markdown: summary, messages, then the docstring."""
     body = inspect.cleandoc(rule.__doc__ or "")
-    return (f"# {rule.code} {rule.slug} ({rule.severity})\n\n{rule.summary}\n\n{body}\n")
+    return (f"# {rule.code} {rule.slug} ({rule.severity})\n\n{rule.summary}\n\n"
+            f"{messages_doc(rule)}{body}\n")
 
 
 def rules_table() -> str:

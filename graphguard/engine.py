@@ -137,7 +137,10 @@ class Engine:
                 try:
                     found = rule.check(event, self.ctx)
                     if found:
-                        new.extend(found)
+                        # a muted message (--ignore GG008.never-called) is dropped here too,
+                        # for a rule whose check makes findings without `detect`
+                        new.extend(f for f in found if not rule.muted
+                                   or f.message_id.partition(".")[2] not in rule.muted)
                 except Exception as err:
                     self.internal_error(err, f"rule {rule.code}")
         finally:
@@ -237,10 +240,11 @@ class Engine:
             loc = SourceLoc.from_frame(site[0]) if site else None
         except Exception:
             loc = None
-        f = Finding("GG901", "internal-error", "warning", {"doing": doing, "error": error},
+        m = InternalError.message("internal-error")
+        f = Finding(m.code, InternalError.slug, m.severity, {"doing": doing, "error": error},
                     Subject(None, kind="graphguard"), loc,
                     self.clock.iteration, True, "please report this with the traceback in the JSON report",
-                    details={"traceback": tb}, template=InternalError.template)
+                    details={"traceback": tb}, template=m.template, message_id=m.id)
         if f.key() + (doing,) in self.seen:
             return
         self.seen.add(f.key() + (doing,))

@@ -12,11 +12,11 @@ __all__ = ["Expectation", "describe_missing"]
 class Expectation:
     """What one ``with guard.expect(...)`` block waits for, and what it caught."""
 
-    codes: tuple[str, ...]  # upper-case code prefixes (`GG001`, `GG0`)
+    codes: tuple[str, ...]  # upper-case code prefixes (`GG001`, `GG0`) or message ids (`GG008.NEVER-CALLED`)
     findings: list[Finding] = field(default_factory=list)  # caught in the block, in order
 
     def matches(self, f: Finding) -> bool:
-        return any(f.code.startswith(c) for c in self.codes)
+        return any(f.message_id.upper() == c if "." in c else f.code.startswith(c) for c in self.codes)
 
     def owns_all(self, findings: list[Finding]) -> bool:
         """True when every one of ``findings`` was caught by this block (identity, not equality)."""

@@ -38,7 +38,7 @@ from .events import (AutogradError, BackwardCall, BackwardDone, Clock, EmptyOpti
                      StepDone)
 from .model import Finding, RunRecord, Site, count_severities
 from .engine import REARM_ITERATIONS, Engine  # noqa: F401 - REARM_ITERATIONS: documented here too
-from .rules import ALL_RULES, Rule, check_codes, selected, superseded_by
+from .rules import ALL_RULES, Rule, check_codes, instantiate, superseded_by
 
 __all__ = ["GraphGuard", "StepLimitReached", "active_guards"]
 
@@ -316,7 +316,7 @@ class GraphGuard:
         self._undo_errors: list[BaseException] = []
         self.clock = Clock()  # iteration and backward_calls, read by capture per op
         self.steps = 0
-        rules = [cls() for cls in ALL_RULES if selected(cls.code, self.select, self.ignore)]
+        rules = instantiate(self.select, self.ignore)
         self.engine = Engine(mode, rules, self.clock, self.set_recording)
         # capture is handed what it reports to; it never sees the guard (docs/architecture.md)
         self.rec = Recorder(Sink(self.engine.dispatch, self.engine.internal_error, self._on_backward_from_mode),

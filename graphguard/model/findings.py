@@ -4,10 +4,11 @@ from __future__ import annotations
 import linecache
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Iterable, NamedTuple
 
-__all__ = ["Frame", "Site", "SourceLoc", "Subject", "Related", "Finding", "RunRecord", "SEVERITIES",
-           "severity_rank", "count_severities", "relpath"]
+__all__ = ["Frame", "Site", "SourceLoc", "Subject", "Role", "Related", "Finding", "RunRecord",
+           "SEVERITIES", "severity_rank", "count_severities", "relpath"]
 
 # The one severity order, lowest first: ranks, fail-on thresholds and "worst first" sorting all
 # derive from it.
@@ -94,18 +95,76 @@ class Subject:
                 "created_in_iteration": self.created_in_iteration}
 
 
+class Role(str, Enum):
+    """What a related place is to a finding (REPORT.md `related[].role`). A str, so that reports
+    and comparisons read the plain value (`"fix-at"`)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    FIX_AT = "fix-at"  # the line where the fix goes
+    SAVED_AT = "saved-at"  # where autograd saved the tensor a backward needs
+    MODIFIED_AT = "modified-at"  # where it was changed in place
+    CUT_BY = "cut-by"  # the op that cut the history
+    CONSUMED_BY = "consumed-by"  # the backward that freed a graph
+    HELD_BY = "held-by"  # what keeps a tensor or graph alive
+    RETAINED_BY = "retained-by"  # the backward that kept a graph with retain_graph=True
+    REACHED_BY = "reached-by"  # a backward that did reach the subject
+    NEEDED_BY = "needed-by"  # who needs the value (a backward, an optimizer)
+    MADE_AT = "made-at"  # where a value or callable was made
+    CREATED_AT = "created-at"  # where a tensor or module was created
+    ASSIGNED_AT = "assigned-at"  # where a name was bound
+    REBOUND_AT = "rebound-at"  # where a name was bound to something else
+    ADDED_AT = "added-at"  # where a term was added into a loss
+    FORWARD_AT = "forward-at"  # the forward call
+    BACKWARD_AT = "backward-at"  # the backward call
+    STEPPED_AT = "stepped-at"  # the optimizer step
+    LAST_BACKWARD = "last-backward"  # a rank's latest backward
+    LAST_STEP = "last-step"  # a rank's latest optimizer step
+    WAITS_AT = "waits-at"  # where a rank waits in a collective
+    DIVERGES_AT = "diverges-at"  # where ranks took different paths
+    RAISED_AT = "raised-at"  # where PyTorch raised
+    CLEARED_AT = "cleared-at"  # where gradients were cleared
+    ACCUMULATED_BY = "accumulated-by"  # what accumulated into a value
+    NO_GRADIENT = "no-gradient"  # another parameter that got no gradient
+    UNREACHABLE = "unreachable"  # another parameter no backward reached
+    CHECKPOINTED = "checkpointed"  # the checkpointed call
+    HISTORY_DROPPED = "history-dropped"  # where history was dropped
+    MADE_NON_LEAF = "made-non-leaf"  # the op that made a parameter a non-leaf
+    FROM_LEAF = "from-leaf"  # the leaf a non-leaf copy was made from
+    LEAF = "leaf"  # the leaf a finding is about
+    MODEL = "model"  # the model that holds the subject
+    SOURCE = "source"  # the tensor a copy was made from
+    FROM = "from"  # where a value came from
+    CAUSE = "cause"  # what caused the finding
+    GRAPH_NODE = "graph-node"  # a node of the graph
+
+
 @dataclass(frozen=True)
 class Related:
-    """Another place that matters to a finding (role: saved-at, modified-at, cut-by, consumed-by, held-by...)."""
+    """Another place that matters to a finding: its Role (saved-at, modified-at, cut-by, ...),
+    the name and op it concerns, and where."""
 
-    role: str
+    role: Role
     name: str | None = None
     op: str | None = None
     location: SourceLoc | None = None
     iteration: int | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, Role):
+            # a report read back may carry a role of a later version: kept as text
+            try:
+                object.__setattr__(self, "role", Role(self.role))
+            except ValueError:
+                pass
+
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "name": self.name, "op": self.op,
+        role = self.role.value if isinstance(self.role, Role) else self.role
+        out: dict[str, Any] = {"role": role, "name": self.name, "op": self.op,
                                "location": self.location.to_dict() if self.location else None}
         if self.iteration is not None:
             out["iteration"] = self.iteration
@@ -130,7 +189,8 @@ class Finding:
     diagram: dict[str, str] | None = None  # paths of the DOT/SVG files once written
     graph: Any = None  # model.snapshot.GraphSnapshot of the offending part, for diagrams
     details: dict[str, Any] = field(default_factory=dict)  # extra data (internal tracebacks...)
-    template: str = ""  # the rule's one-sentence template; `{field}`s come from args
+    template: str = ""  # the message's one-sentence template; `{field}`s come from args
+    message_id: str = ""  # the declared message this finding tells (`GG008.never-called`)
 
     @property
     def message(self) -> str:
@@ -152,7 +212,8 @@ class Finding:
                    [Related(r.get("role", ""), r.get("name"), r.get("op"),
                             SourceLoc.from_dict(r.get("location"))) for r in d.get("related", [])],
                    d.get("diagram"), details=dict(d["details"]) if isinstance(d.get("details"), dict) else {},
-                   template=message.replace("{", "{{").replace("}", "}}"))
+                   template=message.replace("{", "{{").replace("}", "}}"),
+                   message_id=str(d.get("message_id") or ""))
 
     def key(self) -> tuple:
         """What makes two findings the same report (used to report a repeated misuse once)."""
@@ -161,8 +222,8 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "code": self.code, "slug": self.slug, "severity": self.severity,
-            "message": self.message, "subject": self.subject.to_dict(),
+            "code": self.code, "message_id": self.message_id, "slug": self.slug,
+            "severity": self.severity, "message": self.message, "subject": self.subject.to_dict(),
             "location": self.location.to_dict() if self.location else None,
             "iteration": self.iteration, "before_crash": self.before_crash,
             "related": [r.to_dict() for r in self.related], "fix": self.fix,

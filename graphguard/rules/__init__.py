@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..errors import GraphGuardUsageError
-from .base import DOC_HEADINGS, Rule
+from ..model.messages import Message, is_message_id, split_message_id
+from .base import DOC_HEADINGS, Detection, Rule
 from .gg001_stale_graph import StaleGraph
 from .gg002_non_detached_target import NonDetachedTarget
 from .gg003_double_backward import DoubleBackward
@@ -34,7 +35,8 @@ from .gg903_unexplained_autograd_error import UnexplainedAutogradError
 from .gg901_internal_error import InternalError
 from .gg902_compiled_code import CompiledCode
 
-__all__ = ["ALL_RULES", "Rule", "rule_for_code", "check_codes", "selected", "superseded_by", "DOC_HEADINGS"]
+__all__ = ["ALL_RULES", "Rule", "Detection", "rule_for_code", "check_codes", "selected", "instantiate",
+           "superseded_by", "message_for_id", "DOC_HEADINGS"]
 
 ALL_RULES: list[type[Rule]] = [
     StaleGraph,
@@ -79,18 +81,62 @@ def rule_for_code(code: str) -> type[Rule]:
         raise GraphGuardUsageError(f"unknown rule code {code!r} (see `graphguard rules`)") from None
 
 
+def message_for_id(message_id: str) -> Message:
+    """The declared message `GG008.never-called` (GraphGuardUsageError when unknown)."""
+    code, name = split_message_id(message_id)
+    rule = rule_for_code(code)
+    for m in rule.messages:
+        if m.name == name:
+            return m
+    known = ", ".join(m.id for m in rule.messages) or "none"
+    raise GraphGuardUsageError(f"unknown message {message_id!r} (messages of {code}: {known}; "
+                               f"see `graphguard explain {code}`)")
+
+
 def check_codes(prefixes: Iterable[str]) -> None:
-    """Reject code prefixes that match no rule (a typo must not silently select nothing)."""
+    """Reject code prefixes and message ids that match no rule (a typo must not silently select
+    nothing)."""
     for p in prefixes:
-        if not any(code.startswith(p.upper()) for code in _BY_CODE):
+        if is_message_id(p):
+            message_for_id(p)
+        elif not any(code.startswith(p.upper()) for code in _BY_CODE):
             raise GraphGuardUsageError(f"unknown rule code {p!r} (see `graphguard rules`)")
 
 
 def selected(code: str, select: Iterable[str], ignore: Iterable[str]) -> bool:
+    """Whether the rule `code` runs: a code prefix or one of its message ids in `select` (or no
+    selection), and no code prefix of it in `ignore` (an ignored message id mutes that message
+    only: `instantiate`)."""
     sel = [s.upper() for s in select]
-    if sel and not any(code.startswith(s) for s in sel):
+    if sel and not any(code.startswith(s) if not is_message_id(s) else split_message_id(s)[0] == code
+                       for s in sel):
         return False
-    return not any(code.startswith(i.upper()) for i in ignore)
+    return not any(code.startswith(i.upper()) for i in ignore if not is_message_id(i))
+
+
+def _muted(rule: type[Rule], select: Iterable[str], ignore: Iterable[str]) -> set[str]:
+    """The names of `rule`'s messages left out: ignored by id, or not among the ids selected
+    when the selection names this code's messages one by one (and not the code itself)."""
+    names = {m.name for m in rule.messages}
+    muted = {n for c, n in (split_message_id(i) for i in ignore if is_message_id(i)) if c == rule.code}
+    chosen = {n for c, n in (split_message_id(s) for s in select if is_message_id(s)) if c == rule.code}
+    whole = any(rule.code.startswith(s.upper()) for s in select if not is_message_id(s))
+    if chosen and not whole:
+        muted |= names - chosen
+    return muted
+
+
+def instantiate(select: Iterable[str] = (), ignore: Iterable[str] = (),
+                rules: Iterable[type[Rule]] = ALL_RULES) -> list[Rule]:
+    """The rule instances of one guard: the selected rules, each with its muted messages."""
+    select, ignore = list(select), list(ignore)
+    out = []
+    for cls in rules:
+        if selected(cls.code, select, ignore):
+            rule = cls()
+            rule.muted = frozenset(_muted(cls, select, ignore))
+            out.append(rule)
+    return out
 
 
 def superseded_by(rules: Iterable[type[Rule]] = ALL_RULES) -> dict[str, frozenset[str]]:

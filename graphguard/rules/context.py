@@ -18,11 +18,11 @@ from ..capture.recorder import Recorder
 from ..capture.steps import StepTrail
 from ..capture.state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Mark, Packed, Stamp
 from ..events import Clock, Event
-from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
+from ..model import Finding, Frame, Related, Role, Site, SourceLoc, Subject
 
 T = TypeVar("T")
 
-__all__ = ["RuleContext", "assigned_name"]
+__all__ = ["Evidence", "RuleContext", "assigned_name"]
 
 
 def assigned_name(frame: Frame, func: str | None = None) -> str | None:
@@ -44,10 +44,12 @@ def assigned_name(frame: Frame, func: str | None = None) -> str | None:
     return ast.unparse(targets[0]) if isinstance(targets[0], (ast.Name, ast.Attribute)) else None
 
 
-class RuleContext:
-    """What a rule may ask: the run's time, names, creation sites, the recorded leaves, cuts and
-    in-place writes, and whether another rule already covers a subject. Narrow questions only:
-    a rule never sees the recorder or the guard, so capture state changes only in capture.
+class Evidence:
+    """What `detect` may ask: capture data only (docs/architecture.md). The run's time, the
+    recorded leaves and their creation sites, cuts, in-place writes, grad-mode switches, marks
+    of backwards, optimizer state, DDP windows. Narrow questions only: a rule never sees the
+    recorder or the guard, so capture state changes only in capture. `RuleContext` adds the
+    questions only `describe` may ask (names, source lines).
 
     Built by the guard; `findings` and `steps` are callables so that the context reads the
     engine's current state without knowing the engine.
@@ -197,18 +199,13 @@ class RuleContext:
         if rec is not None:
             self._claims.setdefault(id(rec.stats), set()).add(rule.code)
 
-    def superseded(self, rule: Any, name: str | None = None, leaf_site: LeafSite | None = None) -> bool:
-        """Whether a rule that supersedes `rule` already covers this subject."""
-        by = self._superseded_by.get(rule.code)
-        if not by:
-            return False
-        if leaf_site is not None and by & self._claims.get(id(leaf_site), set()):
-            return True
-        if name is not None:
-            return any(f.code in by and f.subject.name == name for f in self._findings())
-        return False
 
     # ---- recorded leaves, cuts, writes, optimizers ----------------------------------------------
+    def claimed_by_superseding(self, rule: Any, leaf_site: LeafSite) -> bool:
+        """Whether a rule that supersedes `rule` claimed the leaves of `leaf_site`."""
+        by = self._superseded_by.get(rule.code)
+        return bool(by) and bool(by & self._claims.get(id(leaf_site), set()))
+
     def leaf_record(self, t: Any) -> LeafRecord | None:
         """How the guard saw a requires-grad leaf made (None when it did not)."""
         return self._rec.leaves.get(t) if isinstance(t, torch.Tensor) else None
@@ -259,21 +256,6 @@ class RuleContext:
         cuts = self._rec.cuts
         return [cuts[i] for i in sorted(ids) if i in cuts]
 
-    def name_of_cut_value(self, cut_ids: frozenset[int]) -> NameHit | None:
-        """The user's name for a live scalar without gradient computed through one of the cuts
-        `cut_ids` (the term as the program holds it: `dice_loss`, when `lam * dice_loss` is
-        what was added)."""
-        taint = self._rec.taint
-        if not len(taint):
-            return None
-
-        def computed_through(v: Any) -> bool:
-            if not isinstance(v, torch.Tensor) or v.requires_grad or v.numel() != 1:
-                return False
-            ids = taint.get(v)
-            return bool(ids) and not ids.isdisjoint(cut_ids)
-
-        return find_name(computed_through)
 
     def added_terms(self) -> list[AddedTerm]:
         """Recorded scalars without gradient, cut from values with one, added into a scalar with
@@ -296,52 +278,10 @@ class RuleContext:
         """The latest recorded in-place write per storage (data_ptr -> record)."""
         return self._rec.inplace_log
 
-    # ---- places ---------------------------------------------------------------------------------
-    @staticmethod
-    def loc(site: Site | None, prefer: Frame | None = None) -> SourceLoc | None:
-        """A SourceLoc for a site; the frame in the same function as `prefer` when there is one."""
-        if not site:
-            return None
-        if prefer is not None:
-            for fr in site:
-                if fr.file == prefer.file and fr.function == prefer.function:
-                    return SourceLoc.from_frame(fr)
-        return SourceLoc.from_frame(site[0])
 
-    # ---- names ----------------------------------------------------------------------------------
-    @staticmethod
-    def frames() -> list[Any]:
-        return live_user_frames()
 
-    def name_of(self, t: Any) -> NameHit | None:
-        """The user's name for `t`: the name its creation line assigns when that name still holds
-        it (`w`, `self.hidden`), else the innermost name found in the user's frames."""
-        if t is None:
-            return None
-        frames = live_user_frames()
-        made = self.creation(t) if isinstance(t, torch.Tensor) else None
-        if made is not None and made[0]:
-            file, line = made[0][0].file, made[0][0].line
-            # `w.requires_grad_(True)` made the leaf: the name is its receiver
-            for target in assigned_targets(file, line) or inplace_receivers(file, line):
-                hit = resolve(target, frames)
-                if hit is not None and hit.value is t:
-                    return hit
-        hit = find_name(lambda v: v is t, frames)
-        if hit is None and not isinstance(t, torch.Tensor):
-            # an optimizer kept as an attribute of an object the user holds (a model's own
-            # `self.optimizer`, inside a trainer): followed through instance dicts
-            hit = find_held_object(t, frames)
-        return hit
 
-    def name_of_node(self, node: Any) -> NameHit | None:
-        return find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
 
-    def made_name_of_node(self, node: Any) -> tuple[NameHit, SourceLoc | None] | None:
-        """For a node made before the guard (no op seen): the user's name for its tensor as
-        written where it was made (not a later alias of it), and that assignment's line."""
-        hits = find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
-        return made_name(hits)
 
     def creation(self, t: torch.Tensor) -> tuple[Site, int] | None:
         """Where and in which iteration a tensor was made, when the guard saw it."""
@@ -391,6 +331,84 @@ class RuleContext:
     def stamp(self, node: Any) -> Stamp | None:
         st = node.metadata.get(self.stamp_key) if node is not None else None
         return st if isinstance(st, Stamp) else None
+
+
+class RuleContext(Evidence):
+    """What `describe` may ask besides the evidence: the user's names for tensors, modules and
+    optimizers (lookup/), source lines, creation and fix lines. Only describing may use these:
+    `detect` decides from `Evidence` alone (tests/test_architecture.py)."""
+
+    def superseded(self, rule: Any, name: str | None = None, leaf_site: LeafSite | None = None) -> bool:
+        """Whether a rule that supersedes `rule` already covers this subject."""
+        by = self._superseded_by.get(rule.code)
+        if not by:
+            return False
+        if leaf_site is not None and by & self._claims.get(id(leaf_site), set()):
+            return True
+        if name is not None:
+            return any(f.code in by and f.subject.name == name for f in self._findings())
+        return False
+
+    def name_of_cut_value(self, cut_ids: frozenset[int]) -> NameHit | None:
+        """The user's name for a live scalar without gradient computed through one of the cuts
+        `cut_ids` (the term as the program holds it: `dice_loss`, when `lam * dice_loss` is
+        what was added)."""
+        taint = self._rec.taint
+        if not len(taint):
+            return None
+
+        def computed_through(v: Any) -> bool:
+            if not isinstance(v, torch.Tensor) or v.requires_grad or v.numel() != 1:
+                return False
+            ids = taint.get(v)
+            return bool(ids) and not ids.isdisjoint(cut_ids)
+
+        return find_name(computed_through)
+
+    @staticmethod
+    def loc(site: Site | None, prefer: Frame | None = None) -> SourceLoc | None:
+        """A SourceLoc for a site; the frame in the same function as `prefer` when there is one."""
+        if not site:
+            return None
+        if prefer is not None:
+            for fr in site:
+                if fr.file == prefer.file and fr.function == prefer.function:
+                    return SourceLoc.from_frame(fr)
+        return SourceLoc.from_frame(site[0])
+
+    @staticmethod
+    def frames() -> list[Any]:
+        return live_user_frames()
+
+    def name_of(self, t: Any) -> NameHit | None:
+        """The user's name for `t`: the name its creation line assigns when that name still holds
+        it (`w`, `self.hidden`), else the innermost name found in the user's frames."""
+        if t is None:
+            return None
+        frames = live_user_frames()
+        made = self.creation(t) if isinstance(t, torch.Tensor) else None
+        if made is not None and made[0]:
+            file, line = made[0][0].file, made[0][0].line
+            # `w.requires_grad_(True)` made the leaf: the name is its receiver
+            for target in assigned_targets(file, line) or inplace_receivers(file, line):
+                hit = resolve(target, frames)
+                if hit is not None and hit.value is t:
+                    return hit
+        hit = find_name(lambda v: v is t, frames)
+        if hit is None and not isinstance(t, torch.Tensor):
+            # an optimizer kept as an attribute of an object the user holds (a model's own
+            # `self.optimizer`, inside a trainer): followed through instance dicts
+            hit = find_held_object(t, frames)
+        return hit
+
+    def name_of_node(self, node: Any) -> NameHit | None:
+        return find_name(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
+
+    def made_name_of_node(self, node: Any) -> tuple[NameHit, SourceLoc | None] | None:
+        """For a node made before the guard (no op seen): the user's name for its tensor as
+        written where it was made (not a later alias of it), and that assignment's line."""
+        hits = find_names(lambda v: isinstance(v, torch.Tensor) and v.grad_fn is node)
+        return made_name(hits)
 
     def subject(self, t: Any, kind: str = "tensor", hit: NameHit | None = None,
                 site: Site | None = None, iteration: int | None = None,
@@ -458,7 +476,7 @@ class RuleContext:
             where = SourceLoc.from_frame(where[0])
         if not isinstance(where, SourceLoc):
             return []
-        return [Related("fix-at", name, op, where)]
+        return [Related(Role.FIX_AT, name, op, where)]
 
     def subject_of_node(self, node: Any, hit: NameHit | None = None) -> Subject:
         """Describe the tensor whose grad_fn is `node`: its user name (looked up unless given),
@@ -471,4 +489,3 @@ class RuleContext:
 
     def optimizers(self) -> list[tuple[str, Any]]:
         return find_objects(torch.optim.Optimizer)
-

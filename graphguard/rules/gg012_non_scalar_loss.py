@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 
+from typing import Iterator
+
 import torch
 
 from ..events import BackwardCall
 from ..lookup.names import NameHit, resolve
 from ..lookup.origins import origin_of_name
 from ..lookup.returns import backward_receiver, backward_receiver_callee, return_lines
-from ..model import Finding, Related, Subject
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, Subject
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["NonScalarLoss"]
 
@@ -48,45 +50,53 @@ class NonScalarLoss(Rule):
     slug = "non-scalar-loss"
     severity = "error"
     summary = "backward on a tensor with more than one element and no gradient argument"
-    template = ("{name} has shape {shape}, so {call} cannot start from it without a gradient; "
-                "reduce it first: {fix}")
+    messages = (
+        Message("backward", "error",
+                "{name} has shape {shape}, so backward() cannot start from it without a gradient; "
+                "reduce it first: {fix}",
+                "loss.backward() on a tensor of more than one element, with no gradient="),
+        Message("autograd-grad", "error",
+                "{name} has shape {shape}, so torch.autograd.grad cannot start from it without a "
+                "gradient; reduce it first: {fix}",
+                "torch.autograd.grad from an output of more than one element, with no grad_outputs="),
+    )
     events = (BackwardCall,)
     # quiet: every root is a scalar or has its gradient given
     quiet_skip = (BackwardCall,)
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
-        out = []
+    def detect(self, event: BackwardCall, ev: Evidence) -> Iterator[Detection]:
         for i, root in enumerate(event.roots):
             if not isinstance(root, torch.Tensor) or not root.requires_grad:
                 continue  # a root without grad is GG009's
             given = event.gradients[i] if i < len(event.gradients) else None
             if given is not None or root.numel() == 1:
                 continue
-            subject = ctx.subject(root, hit=self._receiver(event, root))
-            related = self._where_made(ctx, event, root, subject)
-            if subject.name is None and related and related[0].role == "made-at":
-                # `self.criterion_rank(a, b, y).backward()`: the callable is what the user wrote
-                # (made where it is built, when no op of the loss was recorded)
-                built = related.pop(0)
-                subject = Subject(built.name, "call", subject.summary,
-                                  subject.created_at or built.location, subject.created_in_iteration)
-                related = [Related(r.role, r.name or built.name, r.op, r.location, r.iteration) for r in related]
-            name = subject.name
-            shape = f"[{', '.join(str(s) for s in root.shape)}]"
-            base = f"{name}(...)" if subject.kind == "call" else name or "the loss"
-            if event.api == "grad":
-                call = "torch.autograd.grad"
-                fix = (f"torch.autograd.grad({base}.sum(), ...), or pass "
-                       f"grad_outputs=torch.ones_like({base})")
-            else:
-                call = "backward()"
-                fix = (f"{base}.mean().backward() (or .sum()), or pass "
-                       f"gradient=torch.ones_like({base}) to weight every element")
-            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"shape": shape, "call": call, "fix": fix,
-                                     "name": display(base if subject.kind == "call" else name, "The loss")},
-                                    related))
-        return out
+            yield Detection("autograd-grad" if event.api == "grad" else "backward", root)
+
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        root = d.subject
+        subject = ctx.subject(root, hit=self._receiver(event, root))
+        related = self._where_made(ctx, event, root, subject)
+        if subject.name is None and related and related[0].role is Role.MADE_AT:
+            # `self.criterion_rank(a, b, y).backward()`: the callable is what the user wrote
+            # (made where it is built, when no op of the loss was recorded)
+            built = related.pop(0)
+            subject = Subject(built.name, "call", subject.summary,
+                              subject.created_at or built.location, subject.created_in_iteration)
+            related = [Related(r.role, r.name or built.name, r.op, r.location, r.iteration) for r in related]
+        name = subject.name
+        shape = f"[{', '.join(str(s) for s in root.shape)}]"
+        base = f"{name}(...)" if subject.kind == "call" else name or "the loss"
+        if d.message == "autograd-grad":
+            fix = (f"torch.autograd.grad({base}.sum(), ...), or pass "
+                   f"grad_outputs=torch.ones_like({base})")
+        else:
+            fix = (f"{base}.mean().backward() (or .sum()), or pass "
+                   f"gradient=torch.ones_like({base}) to weight every element")
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"shape": shape, "fix": fix,
+                             "name": display(base if subject.kind == "call" else name, "The loss")},
+                            related, message=d.message)
 
     @staticmethod
     def _receiver(event: BackwardCall, root: torch.Tensor) -> NameHit | None:
@@ -116,7 +126,7 @@ class NonScalarLoss(Rule):
         if callee is None:
             return out
         hit = resolve(callee, ctx.frames())
-        found: list[Related] = []  # "made-at" is popped by `check`: it never reaches the report
+        found: list[Related] = []  # "made-at" is popped by `describe`: it never reaches the report
         if hit is not None:
             returns = return_lines(hit.value)
             if returns and not out:
@@ -125,6 +135,7 @@ class NonScalarLoss(Rule):
                 built = origin_of_name(callee, hit.frame, None)
             except Exception:  # wording only
                 built = None
-            found.append(Related("made-at", callee, "loss callable", built))
+            found.append(Related(Role.MADE_AT, callee, "loss callable", built))
         # the callable's building line first (the subject's name and creation line), then the fixes
-        return [r for r in found if r.role == "made-at"] + [r for r in found if r.role != "made-at"] + out
+        return ([r for r in found if r.role is Role.MADE_AT] + [r for r in found if r.role is not Role.MADE_AT]
+                + out)

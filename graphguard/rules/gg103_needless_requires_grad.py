@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 
-from .context import RuleContext, assigned_name
+from typing import Iterator
+
 from ..events import GuardExit
-from ..model import Finding, Subject
-from .base import Rule, display
+from ..model import Finding, Message, Subject
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext, assigned_name
 
 __all__ = ["NeedlessRequiresGrad"]
 
@@ -40,29 +42,36 @@ class NeedlessRequiresGrad(Rule):
     slug = "needless-requires-grad"
     severity = "info"
     summary = "a leaf created with requires_grad=True whose gradient nobody uses"
-    template = "{name} is created with requires_grad=True ({count}) but its gradient is never used. Fix: {fix}"
+    messages = (
+        Message("unused-gradient", "info",
+                "{name} is created with requires_grad=True ({count}) but its gradient is never used. Fix: {fix}",
+                "a line made requires-grad leaves and no optimizer, .grad read or autograd.grad used them"),
+    )
     events = (GuardExit,)
 
-    def check(self, event: GuardExit, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: GuardExit, ev: Evidence) -> Iterator[Detection]:
         live = {}
-        for t, rec in ctx.recorded_leaves():
+        for t, rec in ev.recorded_leaves():
             live.setdefault(id(rec.stats), t)
-        out = []
-        for stats in ctx.leaf_sites():
-            if stats.used or not stats.site or ctx.superseded(self, leaf_site=stats):
+        for stats in ev.leaf_sites():
+            if stats.used or not stats.site or ev.claimed_by_superseding(self, stats):
                 continue
             t = live.get(id(stats))
-            if (event.exc is not None and stats.first_iteration >= ctx.iteration
+            if (event.exc is not None and stats.first_iteration >= ev.iteration
                     and t is not None and t.grad is not None):
                 # The run stopped early: this iteration's leaf got its gradient but may just not
                 # have reached the line that uses it (a manual update interrupted by a crash).
                 continue
-            hit = ctx.name_of(t) if t is not None else None
-            name = hit.name if hit else assigned_name(stats.site[0], stats.func)
-            loc = ctx.loc(stats.site, hit.frame if hit else None)
-            subject = Subject(name, "tensor", "", loc, stats.first_iteration)
-            count = "once" if stats.count == 1 else f"{stats.count} times"
-            fix = "drop requires_grad=True (or build it under torch.no_grad())"
-            out.append(self.finding(ctx, subject, ctx.loc(stats.site), fix,
-                                    {"count": count, "fix": fix, "name": display(name, "A tensor")}))
-        return out
+            yield Detection("unused-gradient", t, {"stats": stats})
+
+    def describe(self, d: Detection, event: GuardExit, ctx: RuleContext) -> Finding:
+        stats, t = d.facts["stats"], d.subject
+        hit = ctx.name_of(t) if t is not None else None
+        name = hit.name if hit else assigned_name(stats.site[0], stats.func)
+        loc = ctx.loc(stats.site, hit.frame if hit else None)
+        subject = Subject(name, "tensor", "", loc, stats.first_iteration)
+        count = "once" if stats.count == 1 else f"{stats.count} times"
+        fix = "drop requires_grad=True (or build it under torch.no_grad())"
+        return self.finding(ctx, subject, ctx.loc(stats.site), fix,
+                            {"count": count, "fix": fix, "name": display(name, "A tensor")},
+                            message="unused-gradient")

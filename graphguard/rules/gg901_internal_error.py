@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Rule
-from .context import RuleContext
+from ..model import Finding, Message
+from .base import Detection, Rule
+from .context import Evidence, RuleContext
 
 __all__ = ["InternalError"]
 
@@ -36,8 +37,17 @@ class InternalError(Rule):
     slug = "internal-error"
     severity = "warning"
     summary = "graphguard failed internally; the check was skipped and training went on"
-    template = "graphguard failed while {doing} ({error}); that check was skipped, training went on"
+    messages = (
+        Message("internal-error", "warning",
+                "graphguard failed while {doing} ({error}); that check was skipped, training went on",
+                "a hook, rule or report of graphguard raised; the engine made this finding instead"),
+    )
     events = ()
 
-    def check(self, event: Any, ctx: RuleContext) -> None:
+    # The engine builds this finding itself (Engine.internal_error) from the message above, since
+    # the failure may be in what a rule would use; as a rule it judges no event.
+    def detect(self, event: Any, ev: Evidence) -> None:
+        return None
+
+    def describe(self, d: Detection, event: Any, ctx: RuleContext) -> Finding | None:
         return None

@@ -6,9 +6,9 @@ from typing import Any
 import torch
 
 from ..events import AutogradError
-from ..model import Finding, Related, Subject
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, Subject
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 from .gg001_stale_graph import StaleGraph
 from .gg005_inplace_saved_tensor import InplaceSavedTensor
 from .gg006_leaf_inplace import LeafInplace
@@ -85,30 +85,45 @@ class UnexplainedAutogradError(Rule):
     slug = "unexplained-autograd-error"
     severity = "error"
     summary = "PyTorch raised an autograd error that no rule predicted: graphguard's account of it"
-    template = ("PyTorch raised at line {line} ({where}): {error}; {name} {about}. {fix}")
+    messages = (
+        Message("family-error", "error",
+                "PyTorch raised at line {line} ({where}): {error}; {name} {about}. {fix}",
+                "PyTorch raised an error of a known family (GG001, GG005, GG006, GG009, GG012) "
+                "that its rule did not predict; reported under that family's code, after the crash"),
+        Message("unexplained", "error",
+                "PyTorch raised at line {line} ({where}): {error}; {name} {about}. {fix}",
+                "PyTorch raised an autograd error of no known family; graphguard's account of it"),
+    )
     events = (AutogradError,)
 
-    def check(self, event: AutogradError, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: AutogradError, ev: Evidence) -> list[Detection] | None:
         if event.reported:
             return None  # a rule already reported this call before it ran
         msg = str(event.error)
-        first = msg.splitlines()[0] if msg else type(event.error).__name__
         if INFERENCE_SAVE in msg:
             return None  # GG014 explains it
         if event.where == "op" and not any(w in msg for w in _AUTOGRAD_WORDS):
             return None  # the user's own error (a shape mismatch), not autograd's
         family = error_family(msg)
-        if family is not None and not ctx.error_codes().isdisjoint({family.code, *_ALSO.get(family.code, ())}):
+        # The one rule that reads findings (docs/architecture.md): it speaks only when no rule of
+        # the family spoke
+        if family is not None and not ev.error_codes().isdisjoint({family.code, *_ALSO.get(family.code, ())}):
             return None  # its rule reported it (an earlier iteration, or a de-duplicated repeat)
-        t = _subject_tensor(event)
+        return [Detection("family-error" if family is not None else "unexplained",
+                          _subject_tensor(event), {"family": family})]
+
+    def describe(self, d: Detection, event: AutogradError, ctx: RuleContext) -> Finding:
+        msg = str(event.error)
+        first = msg.splitlines()[0] if msg else type(event.error).__name__
+        family, t = d.facts["family"], d.subject
         subject = ctx.subject(t) if t is not None else Subject(None, "call", "", None, None)
         loc = ctx.loc(event.site)
         related: list[Related] = []
         nodes = _involved(event, ctx)
         for label, site, it in nodes:
-            related.append(Related("graph-node", None, label, ctx.loc(site), it))
+            related.append(Related(Role.GRAPH_NODE, None, label, ctx.loc(site), it))
         if loc is not None:
-            related.append(Related("raised-at", None, event.op, loc, ctx.iteration))
+            related.append(Related(Role.RAISED_AT, None, event.op, loc, ctx.iteration))
         about = ("was being " + ("back-propagated" if event.where == "backward" else "read")
                  + (f" (made at line {subject.created_at.line})" if subject.created_at else ""))
         if nodes:
@@ -121,9 +136,10 @@ class UnexplainedAutogradError(Rule):
         args = {"name": display(subject.name, "the tensor"), "line": loc.line if loc else "?",
                 "where": f"in `{event.op}`", "error": f'"{first[:200]}"', "about": about,
                 "fix": fix}
-        code, slug = (family.code, family.slug) if family is not None else (self.code, self.slug)
-        return [Finding(code, slug, self.severity, args, subject, loc, ctx.iteration, False, fix,
-                        related, template=self.template)]
+        f = self.finding(ctx, subject, loc, fix, args, related, before_crash=False, message=d.message)
+        if family is not None:  # filed under the family's code; its message id says GG903 told it
+            f.code, f.slug = family.code, family.slug
+        return f
 
 
 def _subject_tensor(event: AutogradError) -> Any:
