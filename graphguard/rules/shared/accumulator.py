@@ -6,7 +6,7 @@ which still holds the first pass's graph underneath. That is a stale tensor carr
 loss (GG001, fix: reset it), not two losses that share a subgraph (GG003, fix: sum them or
 detach the shared part).
 
-Decided from the run alone (`carried_loss`): this graph holds the very node the earlier backward
+Decided from the run alone (`carried_loss`, in stale.py with the family's classifier): this graph holds the very node the earlier backward
 started from, and was built after that backward, so the whole earlier loss was carried into this
 one. Two losses sharing a trunk hold only nodes below their roots; two losses built together
 before either backward (`loss = a + b; a.backward(); loss.backward()`) are GG003's too. How the
@@ -24,7 +24,7 @@ from ...lookup.assigned import name_where_made
 from ...lookup.source import statement_at, target_lines
 from ...model import Frame, SourceLoc
 from ..context import RuleContext
-from .stale import StaleAnalysis
+from .stale import StaleAnalysis, carried_loss
 
 __all__ = ["Accumulator", "carried_loss", "unreset_accumulator"]
 
@@ -61,20 +61,6 @@ def _grows(frame: Frame, name: str) -> bool:
         return any(isinstance(n, (ast.Name, ast.Attribute)) and ast.unparse(n) == name
                    for n in ast.walk(stmt.value))
     return False
-
-
-def carried_loss(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext) -> int | None:
-    """The walk index of a node an earlier backward started from, held by this freed graph that
-    was built after it (the earlier loss carried into this one); else None. Capture data only:
-    the marks, the backwards' recorded roots, the analysis."""
-    if a.kind != "freed" or a.built_together or event.scan is None:
-        return None
-    marks, nodes = event.scan.marks, event.scan.nodes
-    for i in sorted(a.members):
-        m = marks[i]
-        if m is not None and not m.retained and ctx.started_backward(nodes[i], m):
-            return i
-    return None
 
 
 def unreset_accumulator(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext,
