@@ -22,6 +22,7 @@ from ...capture.state import Mark
 from ...capture.sites import loc_of
 from .snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
 from ...events import BackwardCall
+from .accumulator import carried_loss
 from .rounds import StepLog
 
 if TYPE_CHECKING:
@@ -173,21 +174,6 @@ def classify(call: BackwardCall, ev: "Evidence") -> tuple[StaleAnalysis, StaleVe
         a.verdict = NOBODY if code is None else StaleVerdict(
             code, message, at if message == "loss-carried" else None)
     return a, a.verdict
-
-
-def carried_loss(event: BackwardCall, a: StaleAnalysis, ev: "Evidence") -> int | None:
-    """The walk index of a node an earlier backward started from, held by this freed graph that
-    was built after it (the earlier loss carried into this one: an accumulator never reset, see
-    shared/accumulator.py); else None. Capture data only: the marks, the backwards' recorded
-    roots, the analysis."""
-    if a.kind != "freed" or a.built_together or event.scan is None:
-        return None
-    marks, nodes = event.scan.marks, event.scan.nodes
-    for i in sorted(a.members):
-        m = marks[i]
-        if m is not None and not m.retained and ev.started_backward(nodes[i], m):
-            return i
-    return None
 
 
 def site_key(site: Any) -> tuple | None:
