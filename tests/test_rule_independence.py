@@ -62,6 +62,8 @@ def test_user_region_decision_truth_table(cuts: list[Cut], expected: int | None)
 DECISIONS = {
     "shared/nograd.py": ["switch_of_cuts"],
     "shared/accumulator.py": ["carried_loss"],
+    # the stale/double/carried family's one classifier (issue 29, item 3)
+    "shared/stale.py": ["decide", "gather", "classify"],
 }
 _DESCRIBERS = {"name_of", "subject", "subject_of_node", "frames", "creation", "name_of_cut_value",
                "fix_at", "loc", "parse", "getline", "unparse", "name_where_made", "target_lines",

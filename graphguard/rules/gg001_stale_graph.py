@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Iterator
 
 from ..events import BackwardCall
 from ..lookup.assigned import kept_attribute, name_where_made
 from ..lookup.parametrized import cached_parametrization
-from ..model import Finding, Related
-from .shared.stale import analyze, is_carried, kept_only, snapshot, snapshot_with_roles
-from .shared.accumulator import carried_loss, unreset_accumulator
-from .shared.rounds import StepLog
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, Subject
+from .shared.stale import classify, snapshot, snapshot_with_roles
+from .shared.accumulator import unreset_accumulator
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["StaleGraph"]
 
@@ -60,49 +59,67 @@ class StaleGraph(Rule):
     slug = "stale-graph"
     severity = "error"
     summary = "backward reaches graph parts freed (or re-run) by an earlier iteration's backward"
-    template = ("{name} was built {made_in} and its graph was already used by "
-                "{consumed}; this backward would run through it again{crash}. "
-                "Fix: {fix}")
+    messages = (
+        Message("freed", "error",
+                "{name} was built {made_in} and its graph was already used by {consumed}; this "
+                "backward would run through it again and fail (its saved buffers were freed). "
+                "Fix: {fix}",
+                "a tensor built once (or in an earlier iteration) with history: an earlier "
+                "iteration's backward freed its graph, and this backward reaches it"),
+        Message("retained", "error",
+                "{name} was built {made_in} and its graph was already used by {consumed}; this "
+                "backward would run through it again (retain_graph keeps it alive). Fix: {fix}",
+                "a tensor built once with history, kept alive by retain_graph=True, re-run by the "
+                "same backward line every iteration"),
+        Message("loss-carried", "error",
+                "{name} was built {made_in} and its graph was already used by {consumed}; this "
+                "backward would run through it again and fail (its saved buffers were freed). "
+                "Fix: {fix}",
+                "this loss holds the earlier backward's whole loss (an accumulator grown again "
+                "without being reset)"),
+        Message("consumed-outside", "error",
+                "{name} was built before the guard was entered and its graph was already used by "
+                "a backward the guard did not see (before it was entered, or outside it); this "
+                "backward would run through it again and fail (its saved buffers were freed). "
+                "Fix: {fix}",
+                "a graph part made before the guard, freed by a backward the guard never saw (a "
+                "notebook cell, a backward before the `with`)"),
+    )
     events = (BackwardCall,)
     # quiet: no node an earlier backward traversed or one outside the guard freed: nothing stale
     quiet_skip = (BackwardCall,)
     supersedes = ("GG101",)  # it already explains a graph carried over
 
-    def __init__(self) -> None:
-        self.steps = StepLog()
+    def detect(self, event: BackwardCall, ev: Evidence) -> Iterator[Detection]:
+        # the family's one classifier (NOTE [stale family classifier] in shared/stale.py): which
+        # of GG001, GG003 and GG004 this backward is, from capture data only
+        a, verdict = classify(event, ev)
+        if verdict.code != self.code:
+            return
+        if verdict.message == "consumed-outside":
+            freed, top = event.scan.unmarked_freed  # the scan's first node freed outside the guard
+            yield Detection(verdict.message, event.scan.nodes[top], {"top": top, "freed": freed})
+        elif verdict.message == "loss-carried":
+            # the earlier backward's own loss held by this graph (run-time evidence, see
+            # shared/accumulator.py): an accumulator carried into this loss, ours whatever the lines
+            yield Detection(verdict.message, event.scan.nodes[verdict.carried_at],
+                            {"analysis": a, "carried": verdict.carried_at})
+        else:
+            yield Detection(verdict.message, event.scan.nodes[a.boundary], {"analysis": a})
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
-        a = ctx.shared(analyze, event)
-        if a.kind == "none":
-            return self._consumed_outside(event, ctx)
-        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx)
-        if is_carried(a, ctx.optimizer_steps(), same):
-            return None
-        # the earlier backward's own loss held by this graph (run-time evidence, see
-        # shared/accumulator.py): an accumulator carried into this loss, ours whatever the lines
-        carried = carried_loss(event, a, ctx)
-        if a.kind == "freed" and a.same_call_line and (
-                a.built_together or self.steps.same_round(a, event.scan, ctx)) and carried is None:
-            # two losses built together, backwarded in turn from one line, or one line run once
-            # per optimizer of one training step: GG003's
-            return None
-        if not a.same_call_line and carried is None:
-            # Another backward call reached it: with freed buffers that is GG003 (unless the loss
-            # variable itself was never reset: a stale accumulator, ours); with a retained graph
-            # it is a deliberate second backward (a GAN generator step reusing D's output), whose
-            # only danger, weights stepped in between, is GG005's.
-            # A freed part another line's backward consumed before an optimizer step of a later
-            # training step (`loss.backward(); opt.step(); loss.backward()`) is an earlier
-            # iteration's graph: ours, as when one line runs twice (unless the two losses were
-            # built together: two losses of one batch, each with its own step, GG003's)
-            if not self.steps.earlier_iteration_graph(a, event.scan, ctx):
-                return None
-        acc = unreset_accumulator(event, a, ctx, carried) if carried is not None else None
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        if d.message == "consumed-outside":
+            return self._consumed_outside(d, event, ctx)
+        a = d.facts["analysis"]
         consumed = ctx.loc(a.mark.site) if a.mark else None
         earlier = f"the backward at line {consumed.line}" if consumed else "an earlier backward"
-        related = [Related("consumed-by", None, "backward", consumed, a.mark.iteration if a.mark else None)]
-        if acc is not None and carried is not None:
-            node = event.scan.nodes[carried]
+        related = [Related(Role.CONSUMED_BY, None, "backward", consumed, a.mark.iteration if a.mark else None)]
+        carried = d.facts.get("carried")
+        # how the source spells the carried loss (`loss += t` never reset): wording only, the
+        # node alone words it when the source does not show an accumulator
+        acc = unreset_accumulator(event, a, ctx, carried) if carried is not None else None
+        if acc is not None:
+            node = d.subject
             subject = dataclasses.replace(ctx.subject_of_node(node), name=acc.name,
                                           created_at=acc.made or ctx.subject_of_node(node).created_at)
             name = acc.name
@@ -111,85 +128,92 @@ class StaleGraph(Rule):
                    "the earlier backward freed")
             related += ctx.fix_at(acc.reset, name, "reset the accumulator")
         else:
+            # worded from the stale part's boundary, as for a tensor built once
             node = event.scan.nodes[a.boundary]
-            subject = ctx.subject_of_node(node)
-            st = ctx.stamp(node)
-            made = name_where_made(node, st.site) if st is not None and st.site else None
-            # a cache: made as a local of a call that returned (`kvectors`), kept by the attribute
-            # a method stores it in (`self._cached_kvectors = kvectors`), which is what goes stale
-            kept = kept_attribute(st.site, subject.name, made) if made is not None else None
-            same_attr = made is not None and subject.name is not None and made[0].startswith("self.") \
-                and subject.name.partition(".")[2] == made[0].partition(".")[2]
-            # only the assignment at the op's own line: through a helper's `return` the caller's
-            # target may be another tensor (a parametrization runs inside `self.branch(x)`)
-            own_line = made is not None and (made[1] is None or made[1] == st.site[0])
-            param = None
-            if st is not None and st.site:
-                files = [fr.file for fr in st.site] + [fr.file for fr in event.site or ()]
-                param = cached_parametrization(node, files, event.site or ())
-            if param is not None:
-                # the weight a `with parametrize.cached():` computed once for every forward
-                subject = dataclasses.replace(subject, name=param.name, kind="parameter",
-                                              created_at=param.registered or subject.created_at)
-                related += ctx.fix_at(param.cached_at, param.name, "parametrize.cached()")
-            elif kept is not None:
-                subject = dataclasses.replace(subject, name=kept[0],
-                                              created_at=ctx.loc((kept[1],)) or subject.created_at)
-            elif made is not None and made[0] == subject.name and made[1] is not None \
-                    and made[1] != st.site[0]:
-                # the name lives in a caller of the op that made the tensor (`out, hidden =
-                # encoder(x)` whose GRU ran in `forward`): made at the caller's line that assigns it
-                subject = dataclasses.replace(subject, created_at=ctx.loc((made[1],)) or subject.created_at)
-            elif made is not None and made[0] != subject.name and not same_attr and own_line:
-                # named as written where it was made (`training_seq = conv1D(raw)`), not by the
-                # attribute that later holds it (`self.ds`); `self.normed` made in __init__ stays
-                # the live `model.normed`, the same attribute seen from outside
-                subject = dataclasses.replace(subject, name=made[0], created_at=(
-                    ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
-            name = subject.name
-            fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
-                   else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
-            # detaching is no fix when the stale part is the loss itself, or when it reads weights
-            # the optimizer trains: they would get no gradient through it. Build it again instead
-            trained = None if a.boundary == 0 else _trained_leaf(event, a, ctx)
-            rebuild = a.boundary == 0 or trained is not None
-            if param is not None:
-                where = f" (line {param.cached_at.line})" if param.cached_at else ""
-                fix = (f"enter `parametrize.cached()`{where} around each forward, inside the loop, so "
-                       f"{name} is computed again for every backward")
-            elif rebuild:
-                what = display(name, "it")
-                if trained is None:
-                    fix = (f"compute {what} again in each iteration, from the current weights: the "
-                           f"forward that makes it belongs inside the loop (a detached {what} "
-                           "leaves backward nothing to run)")
-                else:
-                    fix = (f"build {what} again in each iteration instead of keeping the first one: "
-                           f"it depends on {display(trained)}, which the optimizer trains, so "
-                           f".detach() would stop {display(trained)}'s gradient")
-                related += ctx.fix_at(subject.created_at, name, "rebuild each iteration")
-            else:
-                related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
-        crash = " and fail (its saved buffers were freed)" if a.kind == "freed" else " (retain_graph keeps it alive)"
-        return [self.finding(
+            subject, name, fix, more = self._stale_tensor(event, a, node, ctx)
+            related += more
+        return self.finding(
             ctx, subject, ctx.loc(event.site), fix,
             {"made_in": (f"in iteration {subject.created_in_iteration}" if subject.created_in_iteration is not None
                          else "in an earlier iteration"),
-             "consumed": earlier, "crash": crash,
-             "fix": fix, "name": display(name)},
-            related, graph=snapshot(event, a, name, f"GG001: {name or 'stale graph'}", ctx.creation))]
+             "consumed": earlier, "fix": fix, "name": display(name)},
+            related, message=d.message,
+            graph=snapshot(event, a, name, f"GG001: {name or 'stale graph'}", ctx.creation))
 
-    def _consumed_outside(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    @staticmethod
+    def _stale_tensor(event: BackwardCall, a: Any, node: Any,
+                      ctx: RuleContext) -> tuple[Subject, str | None, str, list[Related]]:
+        """The stale tensor as the user knows it (the subject, its name), the fix and its
+        `fix-at`: named where it was made, by the attribute a cache keeps it in, or as the weight
+        a `parametrize.cached()` computed once; detach it, or build it again each iteration when
+        it is the loss itself or reads weights the optimizer trains."""
+        related: list[Related] = []
+        subject = ctx.subject_of_node(node)
+        st = ctx.stamp(node)
+        made = name_where_made(node, st.site) if st is not None and st.site else None
+        # a cache: made as a local of a call that returned (`kvectors`), kept by the attribute
+        # a method stores it in (`self._cached_kvectors = kvectors`), which is what goes stale
+        kept = kept_attribute(st.site, subject.name, made) if made is not None else None
+        same_attr = made is not None and subject.name is not None and made[0].startswith("self.") \
+            and subject.name.partition(".")[2] == made[0].partition(".")[2]
+        # only the assignment at the op's own line: through a helper's `return` the caller's
+        # target may be another tensor (a parametrization runs inside `self.branch(x)`)
+        own_line = made is not None and (made[1] is None or made[1] == st.site[0])
+        param = None
+        if st is not None and st.site:
+            files = [fr.file for fr in st.site] + [fr.file for fr in event.site or ()]
+            param = cached_parametrization(node, files, event.site or ())
+        if param is not None:
+            # the weight a `with parametrize.cached():` computed once for every forward
+            subject = dataclasses.replace(subject, name=param.name, kind="parameter",
+                                          created_at=param.registered or subject.created_at)
+            related += ctx.fix_at(param.cached_at, param.name, "parametrize.cached()")
+        elif kept is not None:
+            subject = dataclasses.replace(subject, name=kept[0],
+                                          created_at=ctx.loc((kept[1],)) or subject.created_at)
+        elif made is not None and made[0] == subject.name and made[1] is not None \
+                and made[1] != st.site[0]:
+            # the name lives in a caller of the op that made the tensor (`out, hidden =
+            # encoder(x)` whose GRU ran in `forward`): made at the caller's line that assigns it
+            subject = dataclasses.replace(subject, created_at=ctx.loc((made[1],)) or subject.created_at)
+        elif made is not None and made[0] != subject.name and not same_attr and own_line:
+            # named as written where it was made (`training_seq = conv1D(raw)`), not by the
+            # attribute that later holds it (`self.ds`); `self.normed` made in __init__ stays
+            # the live `model.normed`, the same attribute seen from outside
+            subject = dataclasses.replace(subject, name=made[0], created_at=(
+                ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
+        name = subject.name
+        fix = (f"{name} = {name}.detach()  (or build {name} under torch.no_grad())" if name
+               else "call .detach() on the tensor made at the line above, or build it under torch.no_grad()")
+        # detaching is no fix when the stale part is the loss itself, or when it reads weights
+        # the optimizer trains: they would get no gradient through it. Build it again instead
+        trained = None if a.boundary == 0 else _trained_leaf(event, a, ctx)
+        rebuild = a.boundary == 0 or trained is not None
+        if param is not None:
+            where = f" (line {param.cached_at.line})" if param.cached_at else ""
+            fix = (f"enter `parametrize.cached()`{where} around each forward, inside the loop, so "
+                   f"{name} is computed again for every backward")
+        elif rebuild:
+            what = display(name, "it")
+            if trained is None:
+                fix = (f"compute {what} again in each iteration, from the current weights: the "
+                       f"forward that makes it belongs inside the loop (a detached {what} "
+                       "leaves backward nothing to run)")
+            else:
+                fix = (f"build {what} again in each iteration instead of keeping the first one: "
+                       f"it depends on {display(trained)}, which the optimizer trains, so "
+                       f".detach() would stop {display(trained)}'s gradient")
+            related += ctx.fix_at(subject.created_at, name, "rebuild each iteration")
+        else:
+            related += ctx.fix_at(subject.created_at, name, "detach")  # detach it where it is made
+        return subject, name, fix, related
+
+    def _consumed_outside(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
         """The graph part was made before the guard and a backward the guard never saw freed it
         (a notebook cell's `loss.backward()`, a backward before the `with`): its saved buffers
         are gone, so this backward raises. The scan found the first such node."""
-        hit = getattr(event.scan, "unmarked_freed", None)
-        if hit is None or event.inputs:
-            # with `inputs=` (autograd.grad) PyTorch runs only the nodes leading to them: a
-            # freed node elsewhere does not raise (PyTorch's error, if any, is explained after)
-            return None
-        freed, top = hit
-        node = event.scan.nodes[top]
+        freed, top = d.facts["freed"], d.facts["top"]
+        node = d.subject
         made = ctx.made_name_of_node(node) if ctx.stamp(node) is None else None
         subject = ctx.subject_of_node(node, made[0] if made else None)
         if subject.created_at is None and made is not None:
@@ -205,16 +229,14 @@ class StaleGraph(Rule):
                    "retain_graph=True to the backward that ran before the guard" if name else
                    "detach the tensor made before the guard, or pass retain_graph=True to the "
                    "backward that ran before the guard")
-        related = [Related("consumed-by", None, "backward before the guard", None, None)]
+        related = [Related(Role.CONSUMED_BY, None, "backward before the guard", None, None)]
         related += ctx.fix_at(subject.created_at, name, "rebuild" if root else "detach")
         roles = {top: ["stale"], freed: ["stale", "freed"]} if freed != top else {top: ["stale", "freed"]}
-        return [self.finding(
-            ctx, subject, ctx.loc(event.site), fix,
-            {"made_in": "before the guard was entered",
-             "consumed": "a backward the guard did not see (before it was entered, or outside it)",
-             "crash": " and fail (its saved buffers were freed)", "fix": fix, "name": display(name)},
-            related, graph=snapshot_with_roles(event, roles, top, name,
-                                               f"GG001: {name or 'stale graph'}", ctx.creation))]
+        return self.finding(
+            ctx, subject, ctx.loc(event.site), fix, {"fix": fix, "name": display(name)},
+            related, message=d.message,
+            graph=snapshot_with_roles(event, roles, top, name, f"GG001: {name or 'stale graph'}",
+                                      ctx.creation))
 
 
 def _trained_leaf(event: BackwardCall, a: Any, ctx: RuleContext) -> str | None:

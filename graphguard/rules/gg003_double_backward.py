@@ -1,17 +1,15 @@
 """GG003 double-backward: a second backward in one iteration runs through nodes the first freed."""
 from __future__ import annotations
 
-
 import dataclasses
+from typing import Iterator
 
 from ..events import BackwardCall
 from ..lookup.assigned import cached_attribute, name_where_made
-from ..model import Finding, Related
-from .shared.stale import analyze, is_carried, kept_only, snapshot
-from .shared.accumulator import carried_loss
-from .shared.rounds import StepLog
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role
+from .shared.stale import classify, snapshot
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["DoubleBackward"]
 
@@ -53,36 +51,31 @@ class DoubleBackward(Rule):
     slug = "double-backward"
     severity = "error"
     summary = "a second backward in one iteration runs through nodes the first one freed"
-    template = ("{name} is shared by two backward calls: the one at line {first_line} already freed "
-                "its graph, so this one would fail. Fix: {fix}")
+    messages = (
+        Message("second-backward", "error",
+                "{name} is shared by two backward calls: the one at line {first_line} already freed "
+                "its graph, so this one would fail. Fix: {fix}",
+                "a second backward of one training step runs through a part the first one freed "
+                "(two losses sharing a trunk, a GAN's undetached fake)"),
+    )
     events = (BackwardCall,)
     # quiet: no node an earlier backward traversed (analyze finds nothing)
     quiet_skip = (BackwardCall,)
 
-    def __init__(self) -> None:
-        self.steps = StepLog()
+    def detect(self, event: BackwardCall, ev: Evidence) -> Iterator[Detection]:
+        # the family's one classifier decides between GG001, GG003 and GG004 (NOTE [stale family
+        # classifier] in shared/stale.py): one backward line run twice is an earlier iteration's
+        # graph (GG001) unless the losses were built together or the line runs once per optimizer
+        # of one training step; another line's backward after a later training step's optimizer
+        # step is GG001's too; a loss holding the whole earlier one (an accumulator) is GG001's
+        a, verdict = classify(event, ev)
+        if verdict.code == self.code:
+            # the shared part as the first backward freed it: its topmost node that backward ran
+            yield Detection(verdict.message, event.scan.nodes[a.marked_boundary], {"analysis": a})
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
-        a = ctx.shared(analyze, event)
-        # one backward line run twice is an earlier iteration's graph (GG001), unless this loss was
-        # built together with the first one (`for l in losses.values(): l.backward()`), or the
-        # line runs once per optimizer of one training step (a loop over peer models)
-        if a.kind != "freed":
-            return None
-        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx)
-        if is_carried(a, ctx.optimizer_steps(), same):
-            return None
-        if a.same_call_line and not a.built_together \
-                and not self.steps.same_round(a, event.scan, ctx):
-            return None
-        if not a.same_call_line and self.steps.earlier_iteration_graph(a, event.scan, ctx):
-            # another line's backward freed it, but an optimizer step of a later training step
-            # came between (`loss.backward(); opt.step(); loss.backward()`): this backward runs a
-            # graph of an earlier iteration, GG001's
-            return None
-        if carried_loss(event, a, ctx) is not None:
-            return None  # this loss holds the whole earlier one (an accumulator): GG001's
-        node = event.scan.nodes[a.marked_boundary]
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        a = d.facts["analysis"]
+        node = d.subject
         subject = ctx.subject_of_node(node)
         st = ctx.stamp(node)
         made = name_where_made(node, st.site if st else None)
@@ -102,8 +95,9 @@ class DoubleBackward(Rule):
             shared = f"{name}.detach()" if name else ".detach() on the shared tensor"
             fix = ("sum the losses and call backward once, or pass retain_graph=True to the first "
                    f"backward, or use {shared} where the second loss must not reach it")
-        related = [Related("consumed-by", None, "backward", first, a.mark.iteration if a.mark else None)]
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"first_line": first.line if first else "?", "fix": fix,
-                              "name": display(name, "A tensor")},
-                             related, graph=snapshot(event, a, name, f"GG003: {name or 'shared graph'}", ctx.creation))]
+        related = [Related(Role.CONSUMED_BY, None, "backward", first, a.mark.iteration if a.mark else None)]
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"first_line": first.line if first else "?", "fix": fix,
+                             "name": display(name, "A tensor")},
+                            related, message=d.message,
+                            graph=snapshot(event, a, name, f"GG003: {name or 'shared graph'}", ctx.creation))

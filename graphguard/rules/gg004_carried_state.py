@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Iterator
 
 import torch
 
@@ -10,12 +11,11 @@ from ..capture.saved import find_modified_saved, storage_key
 from ..lookup.assigned import assigned_target, kept_attribute, stored_by_method, stored_entry, written_name
 from ..lookup.names import find_name
 from ..events import BackwardCall
-from ..model import Finding, Related, Subject
+from ..model import Finding, Message, Related, Role, Subject
 from .shared.growth import Growth
-from .shared.rounds import StepLog
-from .shared.stale import analyze, is_carried, kept_only, site_key, snapshot, snapshot_with_roles
-from .base import Rule, display
-from .context import RuleContext
+from .shared.stale import classify, site_key, snapshot, snapshot_with_roles
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["CarriedState"]
 
@@ -67,8 +67,25 @@ class CarriedState(Rule):
     slug = "carried-state"
     severity = "error"
     summary = "state carried across iterations without detach: the graph grows every iteration"
-    template = ("{name} carries its graph from {made_in} into this one ({stale} old graph "
-                "nodes reached{crash}); detach it at the start of each iteration. Fix: {fix}")
+    messages = (
+        Message("freed", "error",
+                "{name} carries its graph from {made_in} into this one ({stale} old graph nodes "
+                "reached, whose buffers are freed: this backward would fail); detach it at the "
+                "start of each iteration. Fix: {fix}",
+                "last iteration's value, with its graph, feeds this one; its buffers were freed, "
+                "so this backward fails"),
+        Message("retained", "error",
+                "{name} carries its graph from {made_in} into this one ({stale} old graph nodes "
+                "reached); detach it at the start of each iteration. Fix: {fix}",
+                "last iteration's value, with its graph kept by retain_graph=True, feeds this "
+                "one: the graph grows every iteration"),
+        Message("stepped-weights", "error",
+                "{name} carries its graph from {made_in} into this one ({stale} old graph nodes "
+                "reached; the optimizer has stepped the weights its graph saved since: this "
+                "backward would fail); detach it at the start of each iteration. Fix: {fix}",
+                "a model output kept from an earlier iteration with its graph (no backward ran "
+                "it) is used after the optimizer stepped the weights that graph saved"),
+    )
     events = (BackwardCall,)
     # quiet: nothing traversed before and no saved tensor changed (a carry shows as either)
     quiet_skip = (BackwardCall,)
@@ -77,19 +94,27 @@ class CarriedState(Rule):
     def __init__(self) -> None:
         self.walked: dict[tuple, tuple[int, int]] = {}  # backward line -> (iteration, nodes walked)
         self.series: dict[tuple, Growth] = {}  # reported backward line -> graph size per iteration
-        self.steps = StepLog()
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
-        before = self._walked(event, ctx.iteration)
-        a = ctx.shared(analyze, event)
+    def detect(self, event: BackwardCall, ev: Evidence) -> Iterator[Detection]:
+        before = self._walked(event, ev.iteration)
+        # the family's one classifier (NOTE [stale family classifier] in shared/stale.py)
+        a, verdict = classify(event, ev)
         if a.kind == "none":
             # only a training line that already ran in an earlier iteration carries state (a first
             # backward after another loss's step is GG005's order bug)
-            return self._stepped_carry(event, ctx) if before is not None and before[0] < ctx.iteration else None
-        same = kept_only(a) and self.steps.same_round(a, event.scan, ctx)
-        if not is_carried(a, ctx.optimizer_steps(), same):
-            return None
-        node = event.scan.nodes[a.boundary]
+            if before is not None and before[0] < ev.iteration:
+                yield from self._stepped_carry(event, ev)
+            return
+        if verdict.code != self.code:
+            return
+        yield Detection(verdict.message, event.scan.nodes[a.boundary],
+                        {"analysis": a, "growth": self._series(event, before, ev.iteration)})
+
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding | None:
+        if d.message == "stepped-weights":
+            return self._describe_stepped(d, event, ctx)
+        a = d.facts["analysis"]
+        node = d.subject
         st = ctx.stamp(node)
         key = site_key(st.site) if st else None
         # the variable that now holds this iteration's value made by the same line
@@ -137,13 +162,13 @@ class CarriedState(Rule):
         else:
             fix = "call .detach() on the carried tensor"
         prev = ctx.loc(a.mark.site) if a.mark else None
-        related = [Related("consumed-by", None, "backward", prev, a.mark.iteration if a.mark else None)]
+        related = [Related(Role.CONSUMED_BY, None, "backward", prev, a.mark.iteration if a.mark else None)]
         if subject.created_at:
-            related.append(Related("assigned-at", name, None, subject.created_at))
+            related.append(Related(Role.ASSIGNED_AT, name, None, subject.created_at))
         if hit is not None and hit.name and hit.name != name:
             # the state as the training loop's frame holds it (`model.hidden[0]` for `self.hidden`,
             # `hidden[0]`: an element of an (h, c) tuple): where a fix outside the writer can reach it
-            related.append(Related("held-by", hit.name, None, ctx.loc((hit.frame,))))
+            related.append(Related(Role.HELD_BY, hit.name, None, ctx.loc((hit.frame,))))
         # the detach goes before this iteration's first use of the carried value: the fresh node
         # that hangs on the old part
         par = event.scan.walk.parent[a.boundary]
@@ -152,37 +177,51 @@ class CarriedState(Rule):
         fix_at = ctx.loc(use.site[:1]) if use and use.site else None
         if fix_at is not None and all((fix_at.file, fix_at.line) != (x.file, x.line)
                                       for x in (subject.created_at, here) if x is not None):
-            related.append(Related("fix-at", name, None, fix_at))
-        crash = ", whose buffers are freed: this backward would fail" if a.kind == "freed" else ""
+            related.append(Related(Role.FIX_AT, name, None, fix_at))
         f = self.finding(ctx, subject, ctx.loc(event.site), fix,
-                         {"made_in": f"iteration {st.iteration}" if st else "an earlier iteration", "stale": len(a.members),
-                          "crash": crash, "fix": fix, "name": display(name)},
-                         related, graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}", ctx.creation))
-        f.details["growth"] = self._series(event, before, ctx.iteration).details
-        return [f]
+                         {"made_in": f"iteration {st.iteration}" if st else "an earlier iteration",
+                          "stale": len(a.members), "fix": fix, "name": display(name)},
+                         related, message=d.message,
+                         graph=snapshot(event, a, name, f"GG004: {name or 'carried state'}", ctx.creation))
+        f.details["growth"] = d.facts["growth"].details
+        return f
 
-    def _stepped_carry(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    def _stepped_carry(self, event: BackwardCall, ev: Evidence) -> Iterator[Detection]:
         """A value computed by the model in an earlier iteration, kept with its graph (no backward
         ran through it: nothing is marked) and used in this iteration's loss after the optimizer
         stepped the weights that graph saved (a previous output kept as a pseudo target): the
         carried state's graph, caught through the stepped weights it saved. Looked at only when
-        some saved tensor changed since it was saved (PyTorch is about to raise)."""
-        modified = ctx.modified_saved()
-        if not modified or event.scan is None or ctx.optimizer_steps() == 0:
-            return None
-        stepped = {id(p) for p in ctx.optimized_params()}
+        some saved tensor changed since it was saved (PyTorch is about to raise).
+
+        One detection holding every such saved tensor, in walk order, with the frames of its
+        creation outside the model's forward methods: `describe` words the first one the user
+        assigned there (`previous_iter_output = self.model(im)[0].clone()`)."""
+        modified = ev.modified_saved()
+        if not modified or event.scan is None or ev.optimizer_steps() == 0:
+            return
+        stepped = {id(p) for p in ev.optimized_params()}
+        candidates = []
         for hit in find_modified_saved(event.scan.nodes, modified):
             node = event.scan.nodes[hit.index]
-            st = ctx.stamp(node)
-            if st is None or not st.site or st.iteration >= ctx.iteration:
+            st = ev.stamp(node)
+            if st is None or not st.site or st.iteration >= ev.iteration:
                 continue  # this iteration's forward: GG005's (an op or a step between backwards)
-            if not any(storage_key(hit.packed.tensor) == storage_key(p) for p in ctx.optimized_params()
+            if not any(storage_key(hit.packed.tensor) == storage_key(p) for p in ev.optimized_params()
                        if id(p) in stepped):
                 continue
-            # named where the model was called, outside its forward methods:
-            # `previous_iter_output = self.model(im)[0].clone()`
+            # made where the model was called, outside its forward methods
             outer = [fr for fr in st.site if fr.function != "forward"]
-            made = assigned_target(outer) if outer else None
+            if outer:
+                candidates.append((hit, st, outer))
+        if candidates:
+            yield Detection("stepped-weights", None, {"candidates": candidates})
+
+    def _describe_stepped(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding | None:
+        """The first candidate whose creation a user's assignment names; None when none is (the
+        value is then no variable the user keeps: nothing to name, nothing reported, as before
+        the split; see the report of the detect/describe split)."""
+        for hit, st, outer in d.facts["candidates"]:
+            made = assigned_target(outer)
             if made is None:
                 continue
             name, fr = made
@@ -190,14 +229,12 @@ class CarriedState(Rule):
             subject = Subject(name, "tensor", "", where, st.iteration)
             fix = f"{name} = {name}.detach()  (where it is made, line {where.line if where else '?'})"
             related = ctx.fix_at(where, name, "detach")
-            return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                 {"made_in": f"iteration {st.iteration}", "stale": 1,
-                                  "crash": ("; the optimizer has stepped the weights its graph saved since: "
-                                            "this backward would fail"),
-                                  "fix": fix, "name": display(name)}, related,
-                                 graph=snapshot_with_roles(event, {hit.index: ["modified"]}, hit.index, name,
-                                                           f"GG004: {name} kept from iteration {st.iteration}",
-                                                           ctx.creation))]
+            return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                                {"made_in": f"iteration {st.iteration}", "stale": 1,
+                                 "fix": fix, "name": display(name)}, related, message=d.message,
+                                graph=snapshot_with_roles(event, {hit.index: ["modified"]}, hit.index, name,
+                                                          f"GG004: {name} kept from iteration {st.iteration}",
+                                                          ctx.creation))
         return None
 
     def _walked(self, event: BackwardCall, iteration: int) -> tuple[int, int] | None:

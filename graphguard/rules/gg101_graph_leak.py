@@ -13,7 +13,7 @@ from ..lookup.module_state import module_state_holders
 from ..capture.state import Stamp
 from ..lookup.source import assignment_lines, enclosing_scope, growth_lines, statement_at
 from ..events import BackwardCall, GuardExit, StepDone
-from ..model import Finding, Frame, SourceLoc, Subject
+from ..model import Finding, Frame, Message, SourceLoc, Subject
 from .base import Rule, display
 from .context import RuleContext
 from .shared.growth import Growth
@@ -83,8 +83,28 @@ class GraphLeak(Rule):
     slug = "graph-leak"
     severity = "warning"
     summary = "tensors with autograd history outlive their iteration and pile up (memory grows)"
-    template = ("{name} keeps the autograd graphs of {spans} iterations alive ({nodes} graph nodes, "
-                "about {per} per iteration) and grows every iteration: {what}. {fix}")
+    # one message per kind of holder (lookup/holders.py, lookup/module_state.py): what keeps the
+    # graphs is told by the holder, so is the fix
+    messages = (
+        Message("kept-tensor", "warning",
+                "{name} keeps the autograd graphs of {spans} iterations alive ({nodes} graph nodes, "
+                "about {per} per iteration) and grows every iteration: each iteration adds a "
+                "tensor that still has its grad_fn. {fix}",
+                "a tensor the loop keeps (a running sum, `total_loss += loss`) collects every "
+                "iteration's graph"),
+        Message("kept-in-container", "warning",
+                "{name} keeps the autograd graphs of {spans} iterations alive ({nodes} graph nodes, "
+                "about {per} per iteration) and grows every iteration: it holds {length} entries, "
+                "{with_grad_fn} of them tensors with a grad_fn. {fix}",
+                "a list, dict or other container the loop keeps collects tensors with their graphs "
+                "(`losses.append(loss)`)"),
+        Message("module-state", "warning",
+                "{name} keeps the autograd graphs of {spans} iterations alive ({nodes} graph nodes, "
+                "about {per} per iteration) and grows every iteration: each iteration's value is "
+                "computed from the last one with grad mode on, and no backward runs through it. {fix}",
+                "a module's own state (a running statistic) updated with grad mode on chains every "
+                "iteration's graph"),
+    )
     events = (StepDone, BackwardCall, GuardExit)
     # A look is due at set iterations (`_next_due`); a skimmed iteration end only postpones it to
     # the next judged one (at most one sampling period later), where it is still due.
@@ -230,16 +250,14 @@ class GraphLeak(Rule):
         loc = self._where(h, v)
         per = max(1, v.nodes // max(1, v.spans))
         nodes = f"{v.nodes}+" if v.truncated else str(v.nodes)
-        what = (f"it holds {h.length} entries, {len(h.tensors)} of them tensors with a grad_fn"
-                if h.kind == "container" else
-                "each iteration's value is computed from the last one with grad mode on, and "
-                "no backward runs through it" if h.kind == "state" else
-                "each iteration adds a tensor that still has its grad_fn")
+        message = ("kept-in-container" if h.kind == "container" else
+                   "module-state" if h.kind == "state" else "kept-tensor")
         fix = _fix(loc, h.name, v.scalar)
         subject = Subject(h.name, "tensor" if h.kind == "state" else h.kind, _summary(h), _made(h), None)
         f = self.finding(ctx, subject, loc, fix,
-                         {"spans": v.spans, "nodes": nodes, "per": per, "what": what, "fix": fix,
-                          "name": display(h.name, "A variable")})
+                         {"spans": v.spans, "nodes": nodes, "per": per, "length": h.length,
+                          "with_grad_fn": len(h.tensors), "fix": fix,
+                          "name": display(h.name, "A variable")}, message=message)
         if v.growth is not None:
             f.details["growth"] = v.growth.details
         return f

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -11,12 +11,12 @@ from ..lookup.assigned import name_where_made
 from ..lookup.names import NameHit, find_name, find_names, resolve
 from ..lookup.source import assigned_targets
 from ..events import BackwardCall
-from ..model import Finding, Related
+from ..model import Finding, Message, Related, Role
 from .shared.growth import Growth
 from .shared.snapshot import MAX_SNAPSHOT_NODES
 from .shared.stale import StaleAnalysis, analyze, site_key, snapshot, snapshot_with_roles
-from .base import Rule, display
-from .context import RuleContext
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["RetainGraphGrowth"]
 
@@ -66,8 +66,26 @@ class RetainGraphGrowth(Rule):
     slug = "retain-graph-growth"
     severity = "warning"
     summary = "retain_graph=True in a loop while the retained graph grows or is re-run every iteration"
-    template = ("this backward(retain_graph=True) runs again through {stale} graph nodes kept from "
-                "iteration {since}{growth}; the cause is {name}, {why}. {fix}")
+    messages = (
+        Message("carried-state", "warning",
+                "this backward(retain_graph=True) runs again through {stale} graph nodes kept from "
+                "iteration {since}{growth}; the cause is {name}, carried from one iteration into "
+                "the next without detach (see GG004). {fix}",
+                "retain_graph=True re-runs last iterations' graphs, dragged in by a state carried "
+                "without detach"),
+        Message("built-once", "warning",
+                "this backward(retain_graph=True) runs again through {stale} graph nodes kept from "
+                "iteration {since}{growth}; the cause is {name}, built once with history and "
+                "re-used every iteration (see GG001). {fix}",
+                "retain_graph=True re-runs, every iteration, the graph of a tensor built once "
+                "with history"),
+        Message("rewalked", "warning",
+                "this backward(retain_graph=True) runs again through {stale} graph nodes kept from "
+                "iteration {since}{growth}; the cause is {name}, re-run by every retained backward "
+                "of this iteration, each reaching further. {fix}",
+                "one line's retained backwards, within one iteration, each re-run a larger graph "
+                "(a loss per layer or per time step)"),
+    )
     events = (BackwardCall,)
     # quiet: no retain_graph and nothing traversed before
     quiet_skip = (BackwardCall,)
@@ -80,61 +98,81 @@ class RetainGraphGrowth(Rule):
         # backward line -> (iteration, growing retained re-walks in a row, nodes walked last)
         self.rewalks: dict[tuple, tuple[int, int, int]] = {}
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: BackwardCall, ev: Evidence) -> Iterator[Detection]:
         if not event.retain_graph or event.scan is None:
-            return None
+            return
         key = site_key(event.site[:1]) if event.site else None
         before = self.walked.get(key)  # this line's walked size at its previous retained call
-        growth = self._growth(event, ctx.iteration)
+        growth = self._growth(event, ev.iteration)
         series = self.series.get(key)
         if series is not None:  # the reported line's graph, one more point for the growth plot
-            series.add(ctx.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
-        rewalk = self._rewalk(event, ctx, key)
-        a = ctx.shared(analyze, event)
+            series.add(ev.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
+        rewalk = self._rewalk(event, ev, key)
+        a = ev.shared(analyze, event)
         if a.kind == "none" and rewalk is not None:
-            return self._within_iteration(event, ctx, key, rewalk)
+            # several backward(retain_graph=True) calls of one line in one iteration, each
+            # re-running the part the previous one walked and more (a loss per layer or per time
+            # step): the cost grows with every call and nothing is freed until the iteration ends
+            if key in self.reported:
+                return
+            self.reported.add(key)
+            calls = self.rewalks[key][1] + 1
+            series = self.series[key] = Growth()
+            series.add(ev.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
+            yield Detection("rewalked", event.scan.nodes[rewalk],
+                            {"first": rewalk, "calls": calls, "series": series})
+            return
         if a.kind != "retained":
-            return None  # freed: PyTorch will raise, and GG001/GG003/GG004 say why
+            return  # freed: PyTorch will raise, and GG001/GG003/GG004 say why
         line = site_key(event.site[:1])
         if line in self.reported:
             # later iterations may be unrecorded (light mode): the cause would go unnamed
-            return None
+            return
         self.reported.add(line)
-        series = self._series(line, before, event, ctx.iteration)
+        series = self._series(line, before, event, ev.iteration)
+        # the story is the analysis' own: the lines that made the old part made nodes of this
+        # graph too (a carried state, GG004's cause), or the old part was built once (GG001's)
+        yield Detection("carried-state" if a.carried else "built-once", event.scan.nodes[a.boundary],
+                        {"analysis": a, "growth": growth, "series": series})
+
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        if d.message == "rewalked":
+            return self._describe_rewalk(d, event, ctx)
+        a = d.facts["analysis"]
         hit, st = self._cause(event, a, ctx)
         subject = ctx.subject(hit.value if hit else None, hit=hit, site=st.site if st else None,
                               iteration=st.iteration if st else None)
         name = subject.name
-        if a.carried:
-            why = "carried from one iteration into the next without detach (see GG004)"
+        if d.message == "carried-state":
             fix = (f"detach it at the start of each iteration ({_detach(name, hit)}) and drop "
                    "retain_graph=True" if name else
                    "detach the carried tensor at the start of each iteration and drop retain_graph=True")
         else:
-            why = "built once with history and re-used every iteration (see GG001)"
             fix = (f"{name} = {name}.detach() (or build it under torch.no_grad()) and drop "
                    "retain_graph=True" if name else
                    "detach the re-used tensor (or build it under torch.no_grad()) and drop retain_graph=True")
         retained = ctx.loc(a.mark.site) if a.mark else None
-        related = [Related("retained-by", None, "backward", retained, a.mark.iteration if a.mark else None)]
+        related = [Related(Role.RETAINED_BY, None, "backward", retained, a.mark.iteration if a.mark else None)]
         if subject.created_at:
+            # no Role member says "what drags the old graph in": the plain value, as before
             related.append(Related("cause", name, None, subject.created_at, subject.created_in_iteration))
         since = st.iteration if st else (a.mark.iteration if a.mark else "?")
         f = self.finding(ctx, subject, ctx.loc(event.site), fix,
-                         {"stale": len(a.members), "since": since, "growth": growth, "why": why,
+                         {"stale": len(a.members), "since": since, "growth": _growth_text(d.facts["growth"]),
                           "fix": fix, "name": display(name, "the tensor carried over")},
-                         related, graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}", ctx.creation))
-        f.details["growth"] = series.details
-        return [f]
+                         related, message=d.message,
+                         graph=snapshot(event, a, name, f"GG102: {name or 'retained graph'}", ctx.creation))
+        f.details["growth"] = d.facts["series"].details
+        return f
 
     # ---- one line's retained backwards re-walking a growing graph inside one iteration -----
-    def _rewalk(self, event: BackwardCall, ctx: RuleContext, key: tuple | None) -> int | None:
+    def _rewalk(self, event: BackwardCall, ev: Evidence, key: tuple | None) -> int | None:
         """Follow this line's retained backwards within the iteration; the walk index of the
         first node (nearest the root) an earlier retained backward of this line and iteration
         already ran through, once REWALKS such calls in a row each walked a larger graph."""
         if key is None:
             return None
-        scan, it = event.scan, ctx.iteration
+        scan, it = event.scan, ev.iteration
         n = len(scan.nodes)
         first = None
         for i in scan.marked_index:  # the nodes some earlier backward ran through (walk order)
@@ -151,14 +189,11 @@ class RetainGraphGrowth(Rule):
         self.rewalks[key] = (it, count, n)
         return first if count >= REWALKS else None
 
-    def _within_iteration(self, event: BackwardCall, ctx: RuleContext, key: tuple, first: int) -> list[Finding] | None:
-        """Several backward(retain_graph=True) calls of one line in one iteration, each re-running
-        the part the previous one walked and more (a loss per layer or per time step): the cost
-        grows with every call and nothing is freed until the iteration ends."""
-        if key in self.reported:
-            return None
-        self.reported.add(key)
-        node = event.scan.nodes[first]
+    def _describe_rewalk(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        """The re-walked part named as the user holds it (the list of per-step outputs, or the
+        tensor itself), and the fix: one backward on the summed losses."""
+        first = d.facts["first"]
+        node = d.subject
         st = ctx.stamp(node)
         hit = ctx.name_of_node(node)
         name = hit.name.split("[", 1)[0] if hit is not None and hit.scope == "element" else None
@@ -177,49 +212,46 @@ class RetainGraphGrowth(Rule):
                 subject = dataclasses.replace(subject, name=made[0], created_at=(
                     ctx.loc((made[1],)) if made[1] is not None else subject.created_at))
         name = subject.name
-        calls = self.rewalks[key][1] + 1
+        calls = d.facts["calls"]
         fix = ("Sum the losses and call backward once after the loop, or take each loss's "
                "gradients with torch.autograd.grad(loss, params, retain_graph=True) and accumulate "
                f"them; every call re-runs {display(name, 'the shared graph')} from the start")
         m = event.scan.marks[first]
-        related = [Related("retained-by", None, "backward", ctx.loc(m.site) if m else None, m.iteration if m else None)]
+        related = [Related(Role.RETAINED_BY, None, "backward", ctx.loc(m.site) if m else None,
+                           m.iteration if m else None)]
         related += ctx.fix_at(ctx.loc(event.site), name, "one backward on the summed losses")
         growth = f" ({calls} calls on this line in iteration {ctx.iteration}, {len(event.scan.nodes)} nodes walked now)"
         f = self.finding(ctx, subject, ctx.loc(event.site), fix,
                          {"stale": len(event.scan.marked_index) - len(event.scan.leaf_index & set(event.scan.marked_index)),
                           "since": ctx.iteration, "growth": growth,
-                          "why": "re-run by every retained backward of this iteration, each reaching further",
-                          "fix": fix, "name": display(name, "the shared graph")}, related,
+                          "fix": fix, "name": display(name, "the shared graph")}, related, message=d.message,
                          graph=snapshot_with_roles(
                              event, {i: ["stale"] for i in event.scan.marked_index[:MAX_SNAPSHOT_NODES]},
                              first, name, f"GG102: {name or 'shared graph'} re-walked", ctx.creation))
-        series = self.series[key] = Growth()
-        series.add(ctx.iteration, len(event.scan.nodes), truncated=event.scan.truncated)
-        f.details["growth"] = series.details
-        return [f]
+        f.details["growth"] = d.facts["series"].details
+        return f
 
     def _series(self, line: tuple, before: tuple[int, int] | None, event: BackwardCall,
                 iteration: int) -> Growth:
         """The growth series of a line being reported: the size its graph had at its previous
-        retained call, and now; later calls of the line add to it (check())."""
+        retained call, and now; later calls of the line add to it (detect())."""
         series = self.series[line] = Growth()
         if before is not None and before[0] < iteration:
             series.add(*before)
         series.add(iteration, len(event.scan.nodes), truncated=event.scan.truncated)
         return series
 
-    def _growth(self, event: BackwardCall, iteration: int) -> str:
-        """How the graph this backward line walks changed since its last retained call."""
+    def _growth(self, event: BackwardCall, iteration: int) -> tuple[int, int, float, bool] | None:
+        """How the graph this backward line walks changed since its last retained call: (nodes
+        then, nodes now, nodes added per iteration, walk cut at its limit), or None (not grown)."""
         key = site_key(event.site[:1]) if event.site else None
         n = len(event.scan.nodes)
         prev = self.walked.get(key) if key is not None else None
         if key is not None and (key in self.walked or len(self.walked) < MAX_SITES):
             self.walked[key] = (iteration, n)
         if prev is None or prev[0] >= iteration or n <= prev[1]:
-            return ""
-        per = (n - prev[1]) / (iteration - prev[0])
-        more = "+" if event.scan.truncated else ""
-        return f" (the graph it walks grew from {prev[1]} to {n}{more} nodes, +{per:.0f} per iteration)"
+            return None
+        return prev[1], n, (n - prev[1]) / (iteration - prev[0]), bool(event.scan.truncated)
 
     @staticmethod
     def _cause(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext) -> tuple[NameHit | None, Any]:
@@ -239,6 +271,15 @@ class RetainGraphGrowth(Rule):
         if hit is None:
             hit = ctx.name_of_node(node)
         return hit, st
+
+
+def _growth_text(growth: tuple[int, int, float, bool] | None) -> str:
+    """The growth clause of the sentence (empty when the walked graph did not grow)."""
+    if growth is None:
+        return ""
+    then, now, per, truncated = growth
+    more = "+" if truncated else ""
+    return f" (the graph it walks grew from {then} to {now}{more} nodes, +{per:.0f} per iteration)"
 
 
 def _detach(name: str, hit: NameHit | None) -> str:

@@ -6,7 +6,7 @@ which still holds the first pass's graph underneath. That is a stale tensor carr
 loss (GG001, fix: reset it), not two losses that share a subgraph (GG003, fix: sum them or
 detach the shared part).
 
-Decided from the run alone (`carried_loss`): this graph holds the very node the earlier backward
+Decided from the run alone (`carried_loss`, a fact of the family's classifier in stale.py): this graph holds the very node the earlier backward
 started from, and was built after that backward, so the whole earlier loss was carried into this
 one. Two losses sharing a trunk hold only nodes below their roots; two losses built together
 before either backward (`loss = a + b; a.backward(); loss.backward()`) are GG003's too. How the
@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...events import BackwardCall
 from ...lookup.assigned import name_where_made
 from ...lookup.source import statement_at, target_lines
 from ...model import Frame, SourceLoc
-from ..context import RuleContext
-from .stale import StaleAnalysis
+from ..context import Evidence, RuleContext
+
+if TYPE_CHECKING:  # stale.py's classifier asks carried_loss: its analysis is imported for the types only
+    from .stale import StaleAnalysis
 
 __all__ = ["Accumulator", "carried_loss", "unreset_accumulator"]
 
@@ -63,21 +66,22 @@ def _grows(frame: Frame, name: str) -> bool:
     return False
 
 
-def carried_loss(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext) -> int | None:
+def carried_loss(event: BackwardCall, a: "StaleAnalysis", ev: Evidence) -> int | None:
     """The walk index of a node an earlier backward started from, held by this freed graph that
-    was built after it (the earlier loss carried into this one); else None. Capture data only:
-    the marks, the backwards' recorded roots, the analysis."""
+    was built after it (the earlier loss carried into this one: an accumulator never reset, see
+    above); else None. One of the facts of the family's classifier (stale.gather). Capture data only: the marks, the backwards' recorded
+    roots, the analysis."""
     if a.kind != "freed" or a.built_together or event.scan is None:
         return None
     marks, nodes = event.scan.marks, event.scan.nodes
     for i in sorted(a.members):
         m = marks[i]
-        if m is not None and not m.retained and ctx.started_backward(nodes[i], m):
+        if m is not None and not m.retained and ev.started_backward(nodes[i], m):
             return i
     return None
 
 
-def unreset_accumulator(event: BackwardCall, a: StaleAnalysis, ctx: RuleContext,
+def unreset_accumulator(event: BackwardCall, a: "StaleAnalysis", ctx: RuleContext,
                         at: int) -> Accumulator | None:
     """How the source spells the loss carried at walk index `at` (see carried_loss) when it is an
     accumulator grown again without a reset: the variable this backward starts from, grown by the

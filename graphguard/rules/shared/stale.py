@@ -1,16 +1,35 @@
-"""Analysis shared by GG001/GG003/GG004: which part of a backward's graph an earlier backward used."""
+"""Analysis shared by GG001/GG003/GG004: which part of a backward's graph an earlier backward used,
+and the family's one classifier (`classify`): which of the three rules, and which of its messages,
+a backward that reaches such a part belongs to.
+
+NOTE [stale family classifier] (issue 29, item 3): GG001 (a graph built once or kept from an
+earlier iteration), GG003 (two backwards of one iteration through one freed part) and GG004
+(state carried into the next iteration) look at the same backward and must never both report it.
+Their hand-offs used to be spread over the three rules' `check`s; now `gather` collects the
+run-time facts (the analysis' flags, the optimizer steps since the earlier backward, whether
+this graph holds that backward's own loss) into a `StaleFacts`, and `decide` is a pure function
+of those facts, so the whole family's decision is one truth table (tests/test_messages_stale.py).
+Every fact comes from capture data: marks, stamps, the backwards' roots, the step trail.
+"""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...capture.scan import GraphScan
 from ...capture.state import Mark
 from ...capture.sites import loc_of
 from .snapshot import MAX_SNAPSHOT_NODES, GraphSnapshot, call_node, snapshot_from_scan
 from ...events import BackwardCall
+from .accumulator import carried_loss
+from .rounds import StepLog
 
-__all__ = ["StaleAnalysis", "analyze", "is_carried", "kept_only", "snapshot", "snapshot_with_roles", "site_key"]
+if TYPE_CHECKING:
+    from ..context import Evidence
+
+__all__ = ["StaleAnalysis", "StaleFacts", "StaleVerdict", "analyze", "classify", "decide", "gather",
+           "is_carried", "kept_only", "snapshot", "snapshot_with_roles", "site_key"]
 
 
 @dataclass
@@ -32,6 +51,9 @@ class StaleAnalysis:
     # kept from before the earlier backward, no backward ran the join, and this graph was built
     # after it by the same code that built the part that backward freed (see _rerun)
     rerun: bool = False
+    # the family's verdict on this backward (`classify`), kept with the analysis it is drawn from so
+    # that the three rules asking about one event compute it once
+    verdict: "StaleVerdict | None" = None
 
 
 def is_carried(a: "StaleAnalysis", optimizer_steps: int, same_round: bool = False) -> bool:
@@ -51,6 +73,107 @@ def kept_only(a: "StaleAnalysis") -> bool:
     """Whether is_carried() rests on `kept` alone (the only case `same_round` decides): rules ask
     their StepLog only then."""
     return a.kept and not a.carried and not a.rerun
+
+
+# ---- the family's classifier (NOTE [stale family classifier]) --------------------------------
+@dataclass(frozen=True)
+class StaleFacts:
+    """The run-time facts the family decides on: plain booleans, so that `decide` can be tested
+    as a truth table over all of them."""
+
+    kind: str  # the analysis' kind: "none" | "freed" | "retained"
+    carried: bool = False  # StaleAnalysis.carried: the lines that made the old part made new nodes
+    kept: bool = False  # StaleAnalysis.kept: joined through unconsumed nodes of an earlier iteration
+    rerun: bool = False  # StaleAnalysis.rerun: the freed part's forward ran again to build this graph
+    stepped: bool = False  # some optimizer has stepped (before that, backwards end iterations)
+    # one optimizer step ended each iteration since the earlier backward (StepLog.steps_since_mark)
+    steps_known: bool = False
+    # ... and those steps were one training step's several optimizers, none of them holding a
+    # parameter this graph reaches (StepLog.one_round)
+    one_round: bool = False
+    same_call_line: bool = False  # the earlier backward was called from this backward's line
+    built_together: bool = False  # the whole graph predates the earlier backward (two losses)
+    holds_earlier_loss: bool = False  # this graph holds the node the earlier backward started from
+    consumed_outside: bool = False  # kind "none": a node freed by a backward the guard never saw
+    has_inputs: bool = False  # backward(inputs=...) / autograd.grad: only some nodes are run
+
+
+@dataclass(frozen=True)
+class StaleVerdict:
+    """Which rule of the family reports the backward, with which of its messages (None, None:
+    none of them), and the walk index of the earlier loss this graph holds (GG001 loss-carried)."""
+
+    code: str | None = None
+    message: str | None = None
+    carried_at: int | None = None
+
+
+NOBODY = StaleVerdict()
+
+
+def decide(f: StaleFacts) -> tuple[str | None, str | None]:
+    """The family's decision: (code, message name), or (None, None). A pure function of `f`.
+
+    - carried into this iteration (is_carried): GG004, `freed` or `retained`;
+    - a freed part holding the earlier backward's own loss (an accumulator never reset): GG001
+      `loss-carried`;
+    - a freed part the same backward line freed: two losses built together, or one line run once
+      per optimizer of one training step, are GG003's; otherwise an earlier iteration's graph,
+      GG001 `freed`;
+    - a freed part another line's backward freed: GG001 `freed` when an optimizer step of a
+      later training step came between (`loss.backward(); opt.step(); loss.backward()`), GG003
+      otherwise;
+    - a retained part: GG001 `retained` when the same backward line re-runs it; from another
+      line it is a deliberate second backward (a GAN generator step), nobody's;
+    - nothing an earlier backward traversed, but a node a backward outside the guard freed:
+      GG001 `consumed-outside`, unless `inputs=` limits what PyTorch runs.
+    """
+    if f.kind == "none":
+        return ("GG001", "consumed-outside") if f.consumed_outside and not f.has_inputs else (None, None)
+    same_round = f.steps_known and f.one_round
+    later_round = f.steps_known and not f.one_round
+    # is_carried(): a value kept from an earlier iteration counts only once an optimizer has
+    # stepped, and not when the steps since were one training step's other optimizers
+    if f.carried or f.rerun or (f.kept and f.stepped and not same_round):
+        return "GG004", f.kind
+    if f.kind == "freed":
+        if f.holds_earlier_loss and not f.built_together:
+            return "GG001", "loss-carried"
+        if f.same_call_line:
+            return ("GG003", "second-backward") if f.built_together or same_round else ("GG001", "freed")
+        earlier_iteration = not f.built_together and later_round
+        return ("GG001", "freed") if earlier_iteration else ("GG003", "second-backward")
+    return ("GG001", "retained") if f.same_call_line else (None, None)
+
+
+def gather(call: BackwardCall, a: StaleAnalysis, ev: "Evidence") -> tuple[StaleFacts, int | None]:
+    """The facts `decide` needs for this backward, from capture data only, with the walk index of
+    the earlier loss this graph holds (carried_loss). Facts that cannot change the decision are
+    not computed (left False): the step questions when nothing is stale, the loss question when
+    the part is not freed."""
+    if a.kind == "none":
+        return StaleFacts("none", consumed_outside=getattr(call.scan, "unmarked_freed", None) is not None,
+                          has_inputs=bool(call.inputs)), None
+    steps = StepLog.steps_since_mark(a, ev)
+    one_round = steps is not None and StepLog.one_round(steps, call.scan, ev)
+    facts = StaleFacts(a.kind, a.carried, a.kept, a.rerun, ev.optimizer_steps() > 0,
+                       steps is not None, one_round, a.same_call_line, a.built_together)
+    if decide(facts)[0] == "GG004" or a.kind != "freed" or a.built_together:
+        return facts, None  # the loss question cannot change the verdict: not walked
+    at = carried_loss(call, a, ev)
+    return dataclasses.replace(facts, holds_earlier_loss=at is not None), at
+
+
+def classify(call: BackwardCall, ev: "Evidence") -> tuple[StaleAnalysis, StaleVerdict]:
+    """The stale analysis of this backward and the family's verdict on it, computed once per
+    event for GG001, GG003 and GG004 (kept on the shared analysis)."""
+    a = ev.shared(analyze, call)
+    if a.verdict is None:
+        facts, at = gather(call, a, ev)
+        code, message = decide(facts)
+        a.verdict = NOBODY if code is None else StaleVerdict(
+            code, message, at if message == "loss-carried" else None)
+    return a, a.verdict
 
 
 def site_key(site: Any) -> tuple | None:
