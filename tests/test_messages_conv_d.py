@@ -13,6 +13,113 @@ from graphguard.rules import message_for_id
 
 # message id -> (program, subject name, line of the finding)
 PROGRAMS: dict[str, tuple[str, str, int]] = {
+    "GG002.target": ("""\
+        import torch
+        import torch.nn.functional as F
+        net = torch.nn.Linear(2, 1)
+        ref = net(torch.ones(3, 2)) * 2
+        pred = net(torch.randn(3, 2))
+        loss = F.mse_loss(pred, ref)
+        """, "ref", 6),
+    "GG002.target-untrained": ("""\
+        import torch
+        import torch.nn.functional as F
+        student = torch.nn.Linear(2, 3)
+        teacher = torch.nn.Linear(2, 3)
+        opt = torch.optim.SGD(student.parameters(), lr=0.1)
+        x = torch.randn(4, 2)
+        t_out = teacher(x)
+        loss = F.mse_loss(student(x), t_out)
+        """, "t_out", 8),
+    "GG002.soft-target": ("""\
+        import torch
+        import torch.nn.functional as F
+        student = torch.nn.Linear(2, 3)
+        teacher = torch.nn.Linear(2, 3)
+        opt = torch.optim.SGD(list(student.parameters()) + list(teacher.parameters()), lr=0.1)
+        x = torch.randn(4, 2)
+        p = F.softmax(teacher(x), 1)
+        loss = -(p * F.log_softmax(student(x), 1)).sum(1).mean()
+        """, "p", 8),
+    "GG002.soft-target-untrained": ("""\
+        import torch
+        import torch.nn.functional as F
+        student = torch.nn.Linear(2, 3)
+        teacher = torch.nn.Linear(2, 3)
+        opt = torch.optim.SGD(student.parameters(), lr=0.1)
+        x = torch.randn(4, 2)
+        p = F.softmax(teacher(x), 1)
+        loss = -(p * F.log_softmax(student(x), 1)).sum(1).mean()
+        """, "p", 8),
+    "GG002.weight": ("""\
+        import torch
+        import torch.nn.functional as F
+        net = torch.nn.Linear(2, 1)
+        logits = net(torch.randn(4, 2))
+        w = torch.sigmoid(logits)
+        try:
+            loss = F.binary_cross_entropy_with_logits(logits, torch.ones(4, 1), weight=w)
+        except RuntimeError:
+            pass
+        """, "w", 7),
+    "GG002.swapped": ("""\
+        import torch
+        import torch.nn.functional as F
+        net = torch.nn.Linear(2, 1)
+        y = torch.rand(4, 1)
+        p = torch.sigmoid(net(torch.randn(4, 2)))
+        loss = F.binary_cross_entropy(y, p)
+        """, "p", 6),
+    "GG002.swapped-symmetric": ("""\
+        import torch
+        import torch.nn.functional as F
+        net = torch.nn.Linear(2, 1)
+        y = torch.rand(4, 1)
+        pred = net(torch.randn(4, 2))
+        loss = F.mse_loss(y, pred)
+        """, "pred", 6),
+    "GG005.modified-in-place": ("""\
+        import torch
+        x = torch.randn(3, requires_grad=True)
+        h = torch.sigmoid(x)
+        h += 1
+        try:
+            h.sum().backward()
+        except RuntimeError:
+            pass
+        """, "h", 4),
+    # a forward reused after the step changed the weights it saved: named by the old forward's
+    # output, at the step
+    "GG005.modified-by-step": ("""\
+        import torch
+        net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        out = net(torch.randn(4, 2))
+        first = out.sum()
+        second = (out ** 2).sum()
+        first.backward(retain_graph=True)
+        opt.step()
+        try:
+            second.backward()
+        except RuntimeError:
+            pass
+        """, "out", 8),
+    # written in an iteration the guard does not record (light mode): reported at the backward
+    "GG005.modified-unseen": ("""\
+        import torch
+        net = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for i in range(8):
+            opt.zero_grad()
+            h = torch.sigmoid(net(torch.randn(4, 2)))
+            if i == 7:
+                h.mul_(2)
+            try:
+                h.sum().backward()
+            except RuntimeError:
+                break
+            opt.step()
+        """, "h", 10),
     "GG006.leaf": ("""\
         import torch
         w = torch.randn(3, requires_grad=True)
