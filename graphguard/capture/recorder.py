@@ -275,7 +275,7 @@ class Recorder:
                     version = t._version  # raises for an inference tensor (no version counter)
                 except Exception:
                     continue  # nothing to log: no backward can have saved such a tensor
-                self.inplace_log[ptr] = InplaceRecord(name, self.site(), version, it)
+                self.inplace_log[ptr] = InplaceRecord(name, self.site(), version, it, self.in_step)
             if len(self.inplace_log) > MAX_INPLACE_LOG:
                 # keyed by address: freed storages' entries would pile up over a long run
                 del self.inplace_log[next(iter(self.inplace_log))]

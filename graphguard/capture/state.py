@@ -87,6 +87,9 @@ class InplaceRecord:
     site: Site
     version: int  # the tensor's _version right after the write
     iteration: int
+    # made inside optimizer.step() (the recorder's `in_step`): an optimizer's own update, recorded
+    # at the user's `.step()` line (GG005 tells a forward reused after a step from other writes)
+    in_step: bool = False
 
 
 class Packed:

@@ -1,7 +1,7 @@
 """GG002 non-detached-target: a loss function gets a target that carries autograd history."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -10,13 +10,17 @@ from ..lookup.names import NameHit, find_names
 from ..lookup.source import target_lines
 from .shared.snapshot import call_node, snapshot_from_tensors
 from ..events import LossCall, ProductOp
-from ..model import Finding, Related
+from ..model import Finding, Message, Related, Role
 from .shared.cuts import leaf_label
 from .shared.softtarget import prob_node, logp_node, written_target
-from .base import Rule, display
-from .context import RuleContext
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["NonDetachedTarget"]
+
+# the story of a target from a network no optimizer holds: wasted work, not a wrong update
+_WASTED_TEXT = ("no optimizer holds those parameters, so nothing is trained wrongly, but every "
+                "backward also runs through the network that made it for gradients nobody uses")
 
 
 class NonDetachedTarget(Rule):
@@ -101,18 +105,55 @@ class NonDetachedTarget(Rule):
     slug = "non-detached-target"
     severity = "error"
     summary = "a loss function receives a target (or weight) that requires grad"
-    template = ("{name} is the {role} of {func} but requires grad ({leaves}); {why}. Fix: {fix}")
+    # one message per story; a target (or soft target) whose gradient only reaches parameters
+    # no optimizer holds is the milder story of the same misuse (wasted work, not a wrong update)
+    messages = (
+        Message("target", "error",
+                "{name} is the target of {func} but requires grad ({leaves}); targets must be "
+                "constants. Fix: {fix}",
+                "a loss function's target requires grad while the prediction does too"),
+        Message("target-untrained", "warning",
+                "{name} is the target of {func} but requires grad ({leaves}); " + _WASTED_TEXT
+                + ". Fix: {fix}",
+                "the target comes from another network that no optimizer holds (a frozen teacher, "
+                "a target network run with grad on): each backward runs through it for nothing"),
+        Message("soft-target", "error",
+                "{name} is the soft target of {func} but requires grad ({leaves}); a soft target is "
+                "a constant to fit: the gradient through it also trains the network that made it. "
+                "Fix: {fix}",
+                "a hand-written cross-entropy or KL whose probability side trains another network"),
+        Message("soft-target-untrained", "warning",
+                "{name} is the soft target of {func} but requires grad ({leaves}); " + _WASTED_TEXT
+                + ". Fix: {fix}",
+                "a hand-written cross-entropy or KL whose probability side comes from a network no "
+                "optimizer holds"),
+        Message("weight", "error",
+                "{name} is the {role} of {func} but requires grad ({leaves}); a loss weight is a "
+                "constant: computed from the predictions it needs .detach(). Fix: {fix}",
+                "a loss's weight= / pos_weight= requires grad while the prediction does"),
+        Message("swapped", "error",
+                "{name} is the target of {func} but requires grad ({leaves}); the prediction is "
+                "passed as the target and plain data as the input: the arguments are swapped. "
+                "Fix: {fix}",
+                "the prediction is passed as the target and plain data as the input"),
+        Message("swapped-symmetric", "info",
+                "{name} is the target of {func} but requires grad ({leaves}); the prediction is "
+                "passed as the target and plain data as the input: the arguments are swapped. "
+                "Fix: {fix}",
+                "arguments swapped in a symmetric loss (mse / l1 / smooth_l1 / huber): same value "
+                "and gradient, only the wording is swapped"),
+    )
     events = (LossCall, ProductOp)
 
     _SYMMETRIC = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"})
 
-    def check(self, event: LossCall | ProductOp, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: LossCall | ProductOp, ev: Evidence) -> Iterator[Detection]:
         if isinstance(event, ProductOp):
             # a product the recorder saw: judged as a loss call when it is a cross-entropy or
             # KL written out (NOTE [hand-written soft targets] in rules/shared/softtarget.py)
             found = written_target(event.op, event.a, event.b, event.equation, event.dims)
             if found is None:
-                return None
+                return
             event = LossCall(event.site, "a hand-written cross-entropy", found.prediction,
                              found.target, written=True, input_node=found.prediction_node)
         t, x = event.target, event.input
@@ -121,9 +162,7 @@ class NonDetachedTarget(Rule):
         if x_rg:
             for wname, w in event.weights:
                 if w.requires_grad:
-                    out.append(self._report(ctx, event, x, w, f"`{wname}=`",
-                                            "a loss weight is a constant: computed from the "
-                                            "predictions it needs .detach()"))
+                    out.append(Detection("weight", w, {"call": event, "x": x, "role": f"`{wname}=`"}))
         if event.written:
             # a product softmax(t) * log_softmax(s) the user wrote: its probability side is a
             # soft target when the gradient through it reaches parameters the prediction does
@@ -133,14 +172,13 @@ class NonDetachedTarget(Rule):
             # A KL written out (`p * (log p - log q)`): the factor also holds log p, so the
             # prediction judged is q's side inside it (event.input_node), not the whole factor.
             if not (x_rg and isinstance(t, torch.Tensor) and t.requires_grad):
-                return None
+                return
             leaves = _leaves(t)
             if not _other_network(x, leaves, event.input_node):
-                return None
-            if _untrained(ctx, leaves):
-                return [self._report(ctx, event, x, t, "soft target", _WASTED, severity="warning")]
-            return [self._report(ctx, event, x, t, "soft target", "a soft target is a constant to "
-                                 "fit: the gradient through it also trains the network that made it")]
+                return
+            message = "soft-target-untrained" if _untrained(ev, leaves) else "soft-target"
+            yield Detection(message, t, {"call": event, "x": x, "role": "soft target"})
+            return
         if isinstance(t, torch.Tensor) and t.requires_grad:
             if x_rg:
                 leaves = _leaves(t)
@@ -148,26 +186,28 @@ class NonDetachedTarget(Rule):
                     # a distribution of the prediction's own network as the target of a KL or
                     # cross-entropy (R-Drop's `kl_div(log_softmax(out1), softmax(out2))` over two
                     # dropout passes): both sides trained on purpose, as for a product written out
-                    return out or None
-                if _untrained(ctx, leaves) and _other_network(x, leaves):
-                    out.append(self._report(ctx, event, x, t, "target", _WASTED, severity="warning"))
-                else:
-                    out.append(self._report(ctx, event, x, t, "target", "targets must be constants"))
-            elif (isinstance(x, torch.Tensor) and x.grad_fn is None and ctx.recording_details()
-                  and not ctx.cuts_behind(x)):
+                    yield from out
+                    return
+                message = ("target-untrained" if _untrained(ev, leaves) and _other_network(x, leaves)
+                           else "target")
+                out.append(Detection(message, t, {"call": event, "x": x, "role": "target"}))
+            elif (isinstance(x, torch.Tensor) and x.grad_fn is None and ev.recording_details()
+                  and not ev.cuts_behind(x)):
                 # Swapped arguments: the input is plain data (never part of a graph, unlike the
                 # VQ-VAE commitment loss's detach() of a graph tensor), the prediction is the target.
                 # a symmetric loss gives the same value and gradient either way: only the
                 # wording is swapped (a diffusion model's loss(noise, predicted_noise))
-                sev = "info" if event.func in self._SYMMETRIC else None
-                out.append(self._report(ctx, event, x, t, "target",
-                                        "the prediction is passed as the target and plain data as "
-                                        "the input: the arguments are swapped", swapped=True,
-                                        severity=sev))
-        return out or None
+                message = "swapped-symmetric" if event.func in self._SYMMETRIC else "swapped"
+                out.append(Detection(message, t, {"call": event, "x": x, "role": "target"}))
+        yield from out
+
+    def describe(self, d: Detection, event: LossCall | ProductOp, ctx: RuleContext) -> Finding:
+        # the loss call judged: for a hand-written product, the call detect made of it
+        return self._report(ctx, d.facts["call"], d.facts["x"], d.subject, d.facts["role"], d.message)
 
     def _report(self, ctx: RuleContext, event: LossCall, x: object, t: torch.Tensor, role: str,
-                why: str, swapped: bool = False, severity: str | None = None) -> Finding:
+                message: str) -> Finding:
+        swapped = message.startswith("swapped")
         leaves = _leaves(t)
         subject = ctx.subject(t)
         source = None if swapped else _source(t, ctx.creation)
@@ -180,17 +220,17 @@ class NonDetachedTarget(Rule):
             if made is not None and source.name:
                 # `q_next = net(s).max(1)[0]; q_next = q_next * mask`: the first assignment too
                 for loc in target_lines(made.file, made.line, source.name)[-3:-1]:
-                    related.append(Related("assigned-at", source.name, None, loc))
+                    related.append(Related(Role.ASSIGNED_AT, source.name, None, loc))
         name = subject.name
         labels = []
         for leaf in leaves[:4]:
             label = leaf_label(ctx, leaf)
             made = ctx.creation(leaf)
-            related.append(Related("from-leaf", label, None, ctx.loc(made[0]) if made else None))
+            related.append(Related(Role.FROM_LEAF, label, None, ctx.loc(made[0]) if made else None))
             labels.append(label or (f"a requires-grad tensor made at line {made[0][0].line}" if made and made[0] else "a requires-grad leaf"))
         if source is not None and source.name != name:
             made = ctx.creation(source.value)
-            related.append(Related("from", source.name, None, ctx.loc(made[0]) if made else None))
+            related.append(Related(Role.FROM, source.name, None, ctx.loc(made[0]) if made else None))
         if swapped:
             fix = (f"swap the arguments: {event.func}(prediction, target), with {name or 'the prediction'} first"
                    if name else f"swap the arguments: {event.func}(prediction, target)")
@@ -214,8 +254,8 @@ class NonDetachedTarget(Rule):
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
                             {"func": event.func, "role": role,
                              "leaves": "from " + ", ".join(labels) if labels else "it has history",
-                             "why": why, "fix": fix, "name": display(name, "The target")}, related,
-                            severity=severity,
+                             "fix": fix, "name": display(name, "The target")}, related,
+                            message=message,
                             graph=snapshot_from_tensors(
                                 [x, t] if isinstance(x, torch.Tensor) else [t], ctx.stamp_key,
                                 highlight={1 if isinstance(x, torch.Tensor) else 0: ["target"]},
@@ -240,11 +280,7 @@ def _own_distribution(func: str, t: torch.Tensor) -> bool:
     return prob_node(t.grad_fn) is not None or (func == "kl_div" and logp_node(t.grad_fn) is not None)
 
 
-_WASTED = ("no optimizer holds those parameters, so nothing is trained wrongly, but every backward "
-           "also runs through the network that made it for gradients nobody uses")
-
-
-def _untrained(ctx: RuleContext, leaves: list[torch.Tensor]) -> bool:
+def _untrained(ev: Evidence, leaves: list[torch.Tensor]) -> bool:
     """Whether the target's gradient only reaches parameters no optimizer holds (a teacher or a
     target network run with grad on): wasted work, not a wrong update. Only when some optimizer
     holds parameters: a hand-written update loop has none, and then nothing tells what trains.
@@ -256,9 +292,14 @@ def _untrained(ctx: RuleContext, leaves: list[torch.Tensor]) -> bool:
         # requires_grad=True)`) is no network frozen by leaving it out: most often the target
         # was built once with it and goes stale, the error's story
         return False
-    if ctx.any_optimized():
-        return not any(ctx.is_optimized(v) for v in leaves)
-    held = {id(p) for _, opt in ctx.optimizers() for g in opt.param_groups for p in g["params"]}
+    if ev.any_optimized():
+        return not any(ev.is_optimized(v) for v in leaves)
+    # NOTE [optimizers before the guard]: no optimizer was given parameters or stepped under the
+    # guard yet. The one question of this rule's detection that capture cannot answer: capture
+    # sees an optimizer built before the guard only from its first step, and the first loss
+    # call comes before it (a distillation loop's first iteration, in raise mode: the warning
+    # must not become an error). The optimizers the program holds are asked, as before.
+    held = {id(p) for _, opt in ev.optimizers() for g in opt.param_groups for p in g["params"]}
     return bool(held) and not any(id(v) in held for v in leaves)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import weakref
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -18,12 +18,12 @@ from ..lookup.source import assigned_targets, target_lines
 from ..capture.state import InplaceRecord, Packed
 from ..capture.saved import SavedHit, find_modified_saved, modifying_write, shares_saved, storage_key
 from .shared.snapshot import call_node, snapshot_from_scan
-from .context import RuleContext, assigned_name
+from .context import Evidence, RuleContext, assigned_name
 from ..events import BackwardCall, StepCall
-from ..model import Finding, Related, Site, Subject
+from ..model import Finding, Message, Related, Role, Site, Subject
 from .shared.inplace import (describe_inplace, flag_op_forms, is_inplace_flag_op, line_code, out_of_place,
                        written_name)
-from .base import Rule, display
+from .base import Detection, Rule, display
 
 __all__ = ["InplaceSavedTensor"]
 
@@ -77,9 +77,26 @@ class InplaceSavedTensor(Rule):
     slug = "inplace-saved-tensor"
     severity = "error"
     summary = "a tensor saved for backward was modified in place before backward"
-    template = ("{name} was saved for the backward by {saved_at}, then "
-                "{changed}; the backward at line {backward_line} needs the saved value and "
-                "would fail. {fix}")
+    # three stories of what changed the saved tensor: an optimizer's step (the forward reused
+    # after it), an in-place op the guard recorded, or a write made while it was not recording
+    messages = (
+        Message("modified-by-step", "error",
+                "{name} was saved for the backward by {saved_at}, then {step} at line {line} "
+                "updated it in place{others}; the backward at line {backward_line} needs the saved "
+                "value and would fail. {fix}",
+                "optimizer.step() updated a weight that a later backward of the same forward needs"),
+        Message("modified-in-place", "error",
+                "{name} was saved for the backward by {saved_at}, then changed in place by {op} at "
+                "line {line}{others}; the backward at line {backward_line} needs the saved value "
+                "and would fail. {fix}",
+                "an in-place op (`+=`, `[...] =`, inplace=True) changed a tensor saved for backward"),
+        Message("modified-unseen", "error",
+                "{name} was saved for the backward by {saved_at}, then changed in place by a line "
+                "the guard was not recording (it was saved at version {saved_version} and is now at "
+                "version {version}){others}; the backward at line {backward_line} needs the saved "
+                "value and would fail. {fix}",
+                "a tensor saved for backward was changed in place where the guard was not recording"),
+    )
     events = (BackwardCall, StepCall)
     # quiet: no saved tensor was found changed
     quiet_skip = (BackwardCall,)
@@ -92,30 +109,43 @@ class InplaceSavedTensor(Rule):
         # id(optimizer) -> (a weak reference to it, the site of its last judged step, iteration)
         self._steps: dict[int, tuple[Any, Site, int]] = {}
 
-    def check(self, event: BackwardCall | StepCall, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: BackwardCall | StepCall, ev: Evidence) -> Iterator[Detection]:
         if isinstance(event, StepCall):
-            self._note_step(event, ctx)
-            return None
-        modified = ctx.modified_saved()
+            self._note_step(event, ev)
+            return
+        modified = ev.modified_saved()
         if not modified or event.scan is None:
-            return None  # the usual case: nothing saved was changed since it was saved
+            return  # the usual case: nothing saved was changed since it was saved
         hits = find_modified_saved(event.scan.nodes, modified)
         if not hits:
-            return None  # changed tensors belong to graphs this backward does not reach
+            return  # changed tensors belong to graphs this backward does not reach
         groups: dict[Any, list[tuple[SavedHit, InplaceRecord | None]]] = {}
         for hit in hits:
-            stamp = ctx.stamp(event.scan.nodes[hit.index])
+            stamp = ev.stamp(event.scan.nodes[hit.index])
             # Unstamped: saved while the guard was not recording, so only a write of this
             # iteration can be the one that changed it.
-            since = stamp.iteration if stamp is not None else ctx.iteration
-            write = modifying_write(ctx.inplace_writes(), hit.packed, since) \
-                or self._step_write(ctx, hit.packed, stamp.iteration if stamp is not None else None)
+            since = stamp.iteration if stamp is not None else ev.iteration
+            write = modifying_write(ev.inplace_writes(), hit.packed, since) \
+                or self._step_write(ev, hit.packed, stamp.iteration if stamp is not None else None)
             key = (write.site[0].file, write.site[0].line) if write and write.site else None
             groups.setdefault(key, []).append((hit, write))
-        return [self._finding(ctx, event, group) for group in list(groups.values())[:MAX_REPORTED]]
+        for group in list(groups.values())[:MAX_REPORTED]:
+            hit, write = group[0]
+            if write is None or not write.site:
+                message = "modified-unseen"
+            elif write.in_step and _optimized_param(ev, hit.packed) is not None:
+                # an optimizer's own update of a weight it holds (recorded inside its step, at
+                # the user's `.step()` line; GradScaler's too)
+                message = "modified-by-step"
+            else:
+                message = "modified-in-place"
+            yield Detection(message, hit, {"group": group})
+
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        return self._finding(ctx, event, d.facts["group"], d.message)
 
     def _finding(self, ctx: RuleContext, event: BackwardCall,
-                 group: list[tuple[SavedHit, InplaceRecord | None]]) -> Finding:
+                 group: list[tuple[SavedHit, InplaceRecord | None]], message: str) -> Finding:
         hit, write = group[0]
         packed = hit.packed
         node = event.scan.nodes[hit.index]
@@ -129,22 +159,22 @@ class InplaceSavedTensor(Rule):
         bw = ctx.loc(event.site)
         saved_loc = ctx.loc(saved_site)
         mod_loc = ctx.loc(write.site) if write is not None else None
-        # An optimizer's own writes are recorded at the user's `.step()` line (GradScaler too).
-        by_step = param is not None and mod_loc is not None and ".step(" in mod_loc.code
+        # detect chose the story: an optimizer's own update (recorded inside its step) of a weight
+        # it holds, an in-place op, or a write the guard did not see
+        by_step = message == "modified-by-step"
         opt_name = _optimizer_name(ctx, param) if by_step else None
-        changed = _changed_words(packed, write, mod_loc, by_step, opt_name)
         others = []  # other tensors the same line changed (a step updates several weights)
         for h, _ in group[1:]:
             other = self._other_name(ctx, h)
             if other and other != name and other not in others:
                 others.append(other)
-        if others:
-            changed += " (with " + ", ".join(f"`{o}`" for o in others) + ")"
-        related = [Related("saved-at", name, saved_op.strip("`"), saved_loc,
+        story = _story_args(packed, write, mod_loc, message, opt_name)
+        story["others"] = " (with " + ", ".join(f"`{o}`" for o in others) + ")" if others else ""
+        related = [Related(Role.SAVED_AT, name, saved_op.strip("`"), saved_loc,
                            stamp.iteration if stamp else None)]
         if write is not None:
-            related.append(Related("modified-at", name, write.op, mod_loc, write.iteration))
-        related.append(Related("needed-by", None, "backward", bw, ctx.iteration))
+            related.append(Related(Role.MODIFIED_AT, name, write.op, mod_loc, write.iteration))
+        related.append(Related(Role.NEEDED_BY, None, "backward", bw, ctx.iteration))
         flag = inplace_flag_source(write.site, write.op, saved_by=saved_op.strip("`")) \
             if write is not None and write.site and is_inplace_flag_op(write.op) else None
         if flag is not None:
@@ -190,11 +220,11 @@ class InplaceSavedTensor(Rule):
         return self.finding(
             ctx, subject, mod_loc or bw, fix,
             {"saved_at": f"{saved_op} at line {saved_loc.line}" if saved_loc else saved_op,
-             "changed": changed, "backward_line": bw.line if bw else "?", "fix": fix,
+             **story, "backward_line": bw.line if bw else "?", "fix": fix,
              "name": display(name, "A tensor")},
-            related, graph=graph)
+            related, graph=graph, message=message)
 
-    def _note_step(self, event: StepCall, ctx: RuleContext) -> None:
+    def _note_step(self, event: StepCall, ev: Evidence) -> None:
         """Where this optimizer steps: the writes of a step made once the guard stopped recording
         are not seen, but a weight it holds that changed is still the step's doing."""
         opt = event.optimizer
@@ -204,13 +234,13 @@ class InplaceSavedTensor(Rule):
             ref = weakref.ref(opt)
         except TypeError:  # an optimizer that cannot be weakly referenced: not followed
             return
-        self._steps[id(opt)] = (ref, event.site, ctx.iteration)
+        self._steps[id(opt)] = (ref, event.site, ev.iteration)
 
-    def _step_write(self, ctx: RuleContext, packed: Packed, saved_in: int | None) -> InplaceRecord | None:
+    def _step_write(self, ev: Evidence, packed: Packed, saved_in: int | None) -> InplaceRecord | None:
         """The step of the optimizer holding the changed saved tensor, as the write that changed
         it, when no write was recorded (the guard stopped recording after the first iterations):
         the last step noted for that optimizer, no earlier than the iteration it was saved in."""
-        param = _optimized_param(ctx, packed)
+        param = _optimized_param(ev, packed)
         if param is None:
             return None
         best: tuple[Site, int] | None = None
@@ -223,7 +253,7 @@ class InplaceSavedTensor(Rule):
                 best = (site, iteration)
         if best is None:
             return None
-        return InplaceRecord("step", best[0], param._version, best[1])
+        return InplaceRecord("step", best[0], param._version, best[1], in_step=True)
 
     @staticmethod
     def _subject(ctx: RuleContext, hit: SavedHit, write: InplaceRecord | None, saved_site: Site,
@@ -326,13 +356,13 @@ def _later_graph_tensor(ctx: RuleContext, event: BackwardCall, index: int, saved
     return Subject(target, "tensor", "", ctx.loc((fr,)), ctx.stamp(node).iteration if ctx.stamp(node) else None)
 
 
-def _optimized_param(ctx: RuleContext, packed: Packed) -> Any:
+def _optimized_param(ev: Evidence, packed: Packed) -> Any:
     """The optimized parameter a saved tensor is (or is a view of), when it is one."""
     key = storage_key(packed.tensor)
     if key is None:
         return None
     version = packed.tensor._version
-    for p in ctx.optimized_params():
+    for p in ev.optimized_params():
         if p._version == version and storage_key(p) == key:
             return p
     return None
@@ -349,16 +379,16 @@ def _saving_op(node: Any, packed: Packed, stamp: Any) -> str:
     return f"`{node_op(node)}`"
 
 
-def _changed_words(packed: Packed, write: InplaceRecord | None, mod_loc: Any, by_step: bool,
-                   opt_name: str | None) -> str:
-    """What changed the saved tensor, in the message: the step, the in-place op, or unknown."""
-    if by_step:
-        step = f"`{opt_name}.step()`" if opt_name else "the optimizer step"
-        return f"{step} at line {mod_loc.line} updated it in place"
-    if write is not None and mod_loc is not None:
-        return f"changed in place by {describe_inplace(write.op, write.site[0])} at line {mod_loc.line}"
-    return ("changed in place by a line the guard was not recording (it was saved at version "
-            f"{packed.version} and is now at version {packed.tensor._version})")
+def _story_args(packed: Packed, write: InplaceRecord | None, mod_loc: Any, message: str,
+                opt_name: str | None) -> dict[str, Any]:
+    """The template fields of the story `message` tells of what changed the saved tensor: the
+    step, the in-place op, or the versions of a write the guard did not see."""
+    if message == "modified-by-step":
+        return {"step": f"`{opt_name}.step()`" if opt_name else "the optimizer step",
+                "line": mod_loc.line}
+    if message == "modified-in-place":
+        return {"op": describe_inplace(write.op, write.site[0]), "line": mod_loc.line}
+    return {"saved_version": packed.version, "version": packed.tensor._version}
 
 
 def _optimizer_name(ctx: RuleContext, param: Any) -> str | None:

@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
 from ..lookup.names import find_names, resolve
 
 from ..events import InplaceOp
-from ..model import Finding
+from ..model import Finding, Message
 from .shared.inplace import describe_inplace, line_code, line_stmt, out_of_place, written_name
-from .base import Rule, display
-from .context import RuleContext
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["LeafInplace"]
 
@@ -74,20 +74,36 @@ class LeafInplace(Rule):
     slug = "leaf-inplace"
     severity = "error"
     summary = "an in-place op on a leaf that requires grad, outside torch.no_grad()"
-    template = ("{name} is a leaf tensor that requires grad, and {op} at line {line} changes {what} "
-                "in place with grad mode on; PyTorch refuses this. {fix}")
+    # two stories, both refused by PyTorch: the op writes into the leaf itself (`w -= lr * g`), or
+    # into a view of it (`emb.weight[0].zero_()`, `p[0].add_(1)`), which changes a part of the
+    # leaf (a slice assignment `emb.weight[0] = 0` writes into the leaf itself: `leaf`)
+    messages = (
+        Message("leaf", "error",
+                "{name} is a leaf tensor that requires grad, and {op} at line {line} changes it "
+                "in place with grad mode on; PyTorch refuses this. {fix}",
+                "an in-place op writes into a leaf that requires grad, with grad mode on"),
+        Message("view-of-leaf", "error",
+                "{name} is a leaf tensor that requires grad, and {op} at line {line} changes a "
+                "part of it in place with grad mode on; PyTorch refuses this. {fix}",
+                "an in-place op writes into a view of a leaf that requires grad "
+                "(`p[0].add_()`), with grad mode on"),
+    )
     events = (InplaceOp,)
 
-    def check(self, event: InplaceOp, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: InplaceOp, ev: Evidence) -> Iterator[Detection]:
         # Quiet under no_grad (an update is the legitimate kind). Inside optimizer.step() too: torch's
         # optimizers update under no_grad; a step of the user's own that runs with grad mode on (a
         # custom optimizer written without @torch.no_grad()) is refused by PyTorch like any other
         # in-place write into a leaf, so it is reported like one.
         if not event.grad_enabled or event.func in _ALLOWED:
-            return None
+            return
         leaf = written_leaf(event.target)
         if leaf is None:
-            return None
+            return
+        yield Detection("leaf" if event.target is leaf else "view-of-leaf", leaf)
+
+    def describe(self, d: Detection, event: InplaceOp, ctx: RuleContext) -> Finding:
+        leaf = d.subject
         hit = ctx.name_of(leaf)
         frame = event.site[0] if event.site else None
         subject = ctx.subject(leaf, hit=hit)
@@ -112,10 +128,10 @@ class LeafInplace(Rule):
         fix = self._fix(ctx, leaf, name, frame)
         # the fix goes on the offending line itself (under torch.no_grad(), or out of place)
         related = ctx.fix_at(ctx.loc(event.site), name, "torch.no_grad()")
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"op": describe_inplace(event.func, frame), "line": frame.line if frame else "?",
-                              "what": "it" if event.target is leaf else "a part of it",
-                              "fix": fix, "name": display(name, "A leaf tensor")}, related)]
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"op": describe_inplace(event.func, frame), "line": frame.line if frame else "?",
+                             "fix": fix, "name": display(name, "A leaf tensor")}, related,
+                            message=d.message)
 
     @staticmethod
     def _fix(ctx: RuleContext, leaf: torch.Tensor, name: str | None, frame: Any) -> str:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from ..capture.graph import leaf_of
 from ..events import GradRead, ParamGroupAdded
-from ..model import Finding, Related
+from ..model import Finding, Message, Related, Role
 from .shared.inplace import line_stmt
-from .base import Rule, display
-from .context import RuleContext
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["NonLeafParameter", "hidden_leaf"]
 
@@ -106,23 +106,27 @@ def _without_requires_grad(frame: Any) -> str | None:
     return ast.unparse(ast.Assign(stmt.targets, value, lineno=0))
 
 
-def _by_container(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[torch.Tensor, str | None]]:
-    """The non-leaf tensors to report, one per list the user built them in: elements named
-    `scaling_factors[0]`, `scaling_factors[1]`, ... made by the same line are the list
-    `scaling_factors` once (one line to fix); others are reported one by one (name None: looked up)."""
-    groups: dict[tuple[str, Any], list[torch.Tensor]] = {}
-    alone: list[tuple[torch.Tensor, str | None]] = []
-    for p in params:
-        hit = ctx.name_of(p)
-        made = ctx.creation(p)
+def _container_name(ctx: RuleContext, p: torch.Tensor, group: list[torch.Tensor]) -> tuple[bool, str | None]:
+    """Whether to report `p`, and the name to report it by, when it is one of the non-leaf
+    tensors `group` given to an optimizer at once: elements named `scaling_factors[0]`,
+    `scaling_factors[1]`, ... made by the same line are the list `scaling_factors`, reported
+    once at its first element (one line to fix); others are reported one by one (name None:
+    looked up). Wording only: every element is a detection, this only merges their reports."""
+
+    def key(t: torch.Tensor) -> tuple[str, Any] | None:
+        hit = ctx.name_of(t)
+        made = ctx.creation(t)
         line = (made[0][0].file, made[0][0].line) if made and made[0] else None
         base = hit.name.rsplit("[", 1)[0] if hit is not None and hit.name.endswith("]") else None
-        if base and line is not None:
-            groups.setdefault((base, line), []).append(p)
-        else:
-            alone.append((p, None))
-    out = [(members[0], base if len(members) > 1 else None) for (base, _), members in groups.items()]
-    return out + alone
+        return (base, line) if base and line is not None else None
+
+    mine = key(p)
+    if mine is None:
+        return True, None
+    members = [t for t in group if t is p or key(t) == mine]
+    if len(members) == 1:
+        return True, None
+    return members[0] is p, mine[0]
 
 
 class NonLeafParameter(Rule):
@@ -160,8 +164,18 @@ class NonLeafParameter(Rule):
     slug = "non-leaf-parameter"
     severity = "error"
     summary = "a moved/cast/scaled copy of a requires-grad tensor is optimized or has its .grad read"
-    template = ("{name} is not a leaf tensor: {how} at line {line} derived it from {leaf}, so "
-                "{consequence}. {fix}")
+    # two stories: the copy is given to an optimizer (which raises), or its .grad is read (None
+    # at every read: the gradient went to the hidden leaf)
+    messages = (
+        Message("given-to-optimizer", "error",
+                "{name} is not a leaf tensor: {how} at line {line} derived it from {leaf}, so the "
+                "optimizer cannot update it (PyTorch raises \"can't optimize a non-leaf Tensor\"). {fix}",
+                "a tensor that is not a leaf (a moved, cast or scaled copy) is given to an optimizer"),
+        Message("grad-read", "error",
+                "{name} is not a leaf tensor: {how} at line {line} derived it from {leaf}, so its "
+                ".grad is always None: the gradient goes to that leaf instead. {fix}",
+                "the .grad of a moved, cast or scaled copy of a requires-grad leaf is read"),
+    )
     events = (ParamGroupAdded, GradRead)
     supersedes = ("GG103",)  # its leaf is meant to be trained
 
@@ -170,34 +184,49 @@ class NonLeafParameter(Rule):
         # loop reads it at several lines); weak, so the rule keeps no tensor alive
         self.told: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
-    def check(self, event: ParamGroupAdded | GradRead, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: ParamGroupAdded | GradRead, ev: Evidence) -> Iterator[Detection]:
         if isinstance(event, ParamGroupAdded):
             defaults = getattr(event.optimizer, "defaults", None) or {}
             if defaults.get("differentiable"):
-                return None  # differentiable optimizers accept non-leaf tensors on purpose
+                return  # differentiable optimizers accept non-leaf tensors on purpose
             # the condition under which Optimizer.add_param_group raises
             bad = [p for p in event.params
                    if isinstance(p, torch.Tensor) and not p.is_leaf and not p.retains_grad]
-            out = []
-            for p, container in _by_container(ctx, bad):
-                out.append(self._finding(ctx, event, p, hidden_leaf(p), optimizer=True, name=container))
-            return out
+            for p in bad:
+                found = self._claim(ev, hidden_leaf(p))
+                yield Detection("given-to-optimizer", p, {"found": found, "group": bad})
+            return
         t = event.tensor
         if not isinstance(t, torch.Tensor) or t.grad_fn is None or t.retains_grad:
-            return None
+            return
         found = hidden_leaf(t)
         # Decided from the graph alone: the tensor read is nothing but a leaf moved, cast,
         # scaled or sliced (a straight chain), so its .grad is None at every read, whatever the
         # program calls the leaf. An intermediate result of several inputs (`h = x @ w`) is a
         # different mistake (retain_grad) and is left alone.
         if found is None or t in self.told:
-            return None
+            return
         self.told[t] = True
-        return [self._finding(ctx, event, t, found, optimizer=False)]
+        yield Detection("grad-read", t, {"found": self._claim(ev, found), "group": [t]})
+
+    def _claim(self, ev: Evidence, found: tuple[torch.Tensor, list[Any]] | None
+               ) -> tuple[torch.Tensor, list[Any]] | None:
+        """The hidden leaf is meant to be trained: claimed, so that GG103 does not call its
+        requires_grad needless (decided here, whether or not the finding is worded)."""
+        if found is not None:
+            ev.claim_leaf(self, found[0])
+        return found
+
+    def describe(self, d: Detection, event: ParamGroupAdded | GradRead, ctx: RuleContext) -> Finding | None:
+        report, name = _container_name(ctx, d.subject, d.facts["group"])
+        if not report:
+            return None  # an element of a list reported once, at its first element
+        return self._finding(ctx, event, d.subject, d.facts["found"], d.message, name=name)
 
     def _finding(self, ctx: RuleContext, event: Any, t: torch.Tensor,
-                 found: tuple[torch.Tensor, list[Any]] | None, optimizer: bool,
+                 found: tuple[torch.Tensor, list[Any]] | None, message: str,
                  name: str | None = None) -> Finding:
+        optimizer = message == "given-to-optimizer"
         subject = ctx.subject(t)
         if name is not None:
             subject = replace(subject, name=name)
@@ -207,12 +236,11 @@ class NonLeafParameter(Rule):
             # the innermost frame is the op itself (`self.w = ...to(dtype)` inside __init__)
             subject = replace(subject, created_at=ctx.loc(made[0]))
         name = subject.name
-        related = [Related("made-non-leaf", name, _describe_making(made_frame, t.grad_fn),
+        related = [Related(Role.MADE_NON_LEAF, name, _describe_making(made_frame, t.grad_fn),
                            ctx.loc(made[0]) if made else None, made[1] if made else None)]
         leaf_words, fix = "a requires-grad tensor", self._fix(t, name, made_frame, None, None)
         if found is not None:
-            leaf = found[0]
-            ctx.claim_leaf(self, leaf)  # meant to be trained: GG103 must not call it needless
+            leaf = found[0]  # claimed by detect: meant to be trained
             hit = ctx.name_of(leaf)
             rec = ctx.leaf_record(leaf)
             leaf_loc = ctx.loc(rec.site) if rec is not None else None
@@ -222,19 +250,16 @@ class NonLeafParameter(Rule):
                 where = ("on that line" if made_frame is not None and leaf_loc.line == made_frame.line
                          and leaf_loc.file == made_frame.file else f"at line {leaf_loc.line}")
                 leaf_words = f"the tensor made with requires_grad=True by {rec.func}(...) {where}"
-            related.append(Related("leaf", hit.name if hit else None, rec.func if rec else None,
+            related.append(Related(Role.LEAF, hit.name if hit else None, rec.func if rec else None,
                                    leaf_loc, rec.iteration if rec else None))
             fix = self._fix(t, name, made_frame, leaf, hit.name if hit else None, optimizer)
         if made is not None:
             related += ctx.fix_at(ctx.loc(made[0]), name, "make the leaf last")
-        consequence = ("the optimizer cannot update it (PyTorch raises \"can't optimize a non-leaf "
-                       "Tensor\")" if optimizer else
-                       "its .grad is always None: the gradient goes to that leaf instead")
         return self.finding(ctx, subject, ctx.loc(event.site), fix,
                             {"how": related[0].op, "line": made_frame.line if made_frame else "?",
-                             "leaf": leaf_words, "consequence": consequence, "fix": fix,
+                             "leaf": leaf_words, "fix": fix,
                              "name": display(name, "The tensor given to the optimizer" if optimizer
-                                             else "The tensor")}, related)
+                                             else "The tensor")}, related, message=message)
 
     @staticmethod
     def _fix(t: torch.Tensor, name: str | None, made_frame: Any, leaf: torch.Tensor | None,

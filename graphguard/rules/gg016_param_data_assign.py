@@ -5,16 +5,16 @@ import ast
 import dataclasses
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import torch
 
 from ..capture.graph import leaf_of, walk
-from ..events import DataAssign, StepCall
+from ..events import DataAssign, ParamGroupAdded, StepCall
 from ..lookup.source import statement_at
-from ..model import Finding, Frame, Related
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Frame, Message, Related, Role
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["ParamDataAssign"]
 
@@ -32,15 +32,16 @@ def written_target(frame: Frame) -> str | None:
     return None
 
 
-def updated_by_an_optimizer(t: torch.Tensor, ctx: RuleContext) -> bool:
+def updated_by_an_optimizer(t: torch.Tensor, optimizers: Iterable[Any]) -> bool:
     """Whether an optimizer's step can have changed `t`: it can get a gradient (requires grad),
-    holds one, or an optimizer keeps state for it (it was updated while it required grad).
+    holds one, or one of `optimizers` (those the guard saw given parameters or stepping) keeps
+    state for it (it was updated while it required grad).
     A frozen copy held by the optimizer only because `model.parameters()` includes it (MoCo's
     key encoder, a momentum target) gets no gradient, so every step skips it: its `.data` is
     the program's to replace."""
     if t.requires_grad or t.grad is not None:
         return True
-    for _, opt in ctx.optimizers():
+    for opt in optimizers:
         state = getattr(opt, "state", None)
         try:
             if state is not None and t in state and state[t]:
@@ -66,7 +67,7 @@ def same_memory(t: torch.Tensor, v: object) -> bool:
         return False
 
 
-def written_since_step(t: torch.Tensor, ctx: RuleContext) -> bool:
+def written_since_step(t: torch.Tensor, ev: Evidence) -> bool:
     """Whether the program itself wrote `t` in place after the last optimizer step (the latest
     recorded write to its storage is of this iteration, and nothing wrote it since): assigning
     `.data` then replaces that write, not the update. SAM climbs to `w + e(w)` with `p.add_(e_w)`
@@ -76,8 +77,8 @@ def written_since_step(t: torch.Tensor, ctx: RuleContext) -> bool:
         ptr = t.untyped_storage().data_ptr()
     except Exception:  # a tensor without storage (meta, some subclasses): no record
         return False
-    rec = ctx.inplace_writes().get(ptr)
-    return rec is not None and rec.iteration == ctx.iteration and rec.version == t._version
+    rec = ev.inplace_writes().get(ptr)
+    return rec is not None and rec.iteration == ev.iteration and rec.version == t._version
 
 
 def fingerprint(t: torch.Tensor) -> tuple[float, float] | None:
@@ -129,7 +130,9 @@ class _Waiting:
     before: tuple[float, float] | None  # fingerprint of the values the assignment replaced
     steps: int  # optimizer steps done when it was assigned
     seen: int  # steps this rule had judged by then (the difference to `steps` is skimmed ones)
-    findings: list[Finding]
+    # the assignment's detection: `describe` words it while the assignment's frames are live and
+    # leaves the finding in its facts ("finding"), reported at the step (NOTE [worded early])
+    detection: Detection
 
 
 MAX_WAITING = 4096  # parameters with an assignment waiting for its step (bounded: ids are reused)
@@ -186,28 +189,81 @@ class ParamDataAssign(Rule):
     slug = "param-data-assign"
     severity = "error"
     summary = "`param.data = ...` replaces what the optimizer updates, or drops the value's history"
-    template = "{name}.data = ... at line {line} {what}. Fix: {fix}"
-    events = (DataAssign, StepCall)
+    # two stories: the value assigned has history that the assignment drops (told at once), or
+    # the assignment replaces what an optimizer updates (told at that optimizer's next step,
+    # unless the program put the values back by then)
+    messages = (
+        Message("history-dropped", "error",
+                "{name}.data = ... at line {line} drops the history of the value assigned: what it "
+                "was computed from gets no gradient through it. Fix: {fix}",
+                "a value with autograd history is assigned to a tensor's .data"),
+        Message("replaces-update", "error",
+                "{name}.data = ... at line {line} replaces the parameter an optimizer updates: its "
+                "update is overwritten and the gradient never sees the change. Fix: {fix}",
+                "`param.data = ...` on a parameter an optimizer has stepped, not undone before "
+                "its next step"),
+    )
+    events = (DataAssign, StepCall, ParamGroupAdded)
     # a waiting assignment whose step falls in a skimmed iteration is dropped, not misjudged
     # (a step went by that this rule did not see); the next assignment in a judged iteration
     # waits again
     skim_skip = (StepCall,)
 
+    # NOTE [worded early]: an assignment without history is judged at the next step of an
+    # optimizer that holds the parameter, but named where it is made: the user's frames that
+    # hold the parameter under the name they wrote (`self.decoder.weight` inside forward) are
+    # live only then. So `detect` keeps the assignment's Detection waiting, `describe` words it
+    # at once and leaves the Finding in its facts (reporting nothing yet), and the step's
+    # `detect` hands that finding on in a Detection of the same message, which `describe`
+    # returns as it is. The decision (report or not) is detect's alone, at both events.
+
     def __init__(self) -> None:
         self._waiting: dict[int, _Waiting] = {}
         self._seen = 0  # optimizer steps this rule was called for
+        # the optimizers the guard saw given parameters or stepping (weakly): whose state tells
+        # whether a frozen parameter was ever updated (`updated_by_an_optimizer`)
+        self._optimizers: dict[int, weakref.ref] = {}
 
-    def check(self, event: DataAssign | StepCall, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: DataAssign | StepCall | ParamGroupAdded, ev: Evidence) -> Iterator[Detection]:
+        if isinstance(event, ParamGroupAdded):
+            self._note_optimizer(event.optimizer)
+            return iter(())
         if isinstance(event, StepCall):
             self._seen += 1
-            return self._judge_step(event, ctx) if self._waiting else None
-        return self._judge_assign(event, ctx)
+            self._note_optimizer(event.optimizer)
+            return iter(self._judge_step(event, ev) if self._waiting else ())
+        return iter(self._judge_assign(event, ev))
 
-    def _judge_step(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
+    def describe(self, d: Detection, event: DataAssign | StepCall, ctx: RuleContext) -> Finding | None:
+        if "finding" in d.facts:  # a waiting assignment's finding, worded when it was made
+            return d.facts["finding"]
+        f = self._word(d, event, ctx)
+        if d.facts.get("waits"):
+            d.facts["finding"] = f  # reported at the step (NOTE [worded early])
+            return None
+        return f
+
+    def _note_optimizer(self, opt: Any) -> None:
+        try:
+            self._optimizers.setdefault(id(opt), weakref.ref(opt))
+        except TypeError:  # an optimizer that cannot be weakly referenced: its state is not read
+            pass
+
+    def _known_optimizers(self) -> list[Any]:
+        out = []
+        for key, ref in list(self._optimizers.items()):
+            opt = ref()
+            if opt is None:
+                del self._optimizers[key]
+            else:
+                out.append(opt)
+        return out
+
+    def _judge_step(self, event: StepCall, ev: Evidence) -> list[Detection]:
         """The step that the waiting assignments were made before: report those whose parameter
         does not hold again the values the assignment replaced."""
-        out: list[Finding] = []
-        steps = ctx.optimizer_steps()
+        out: list[Detection] = []
+        steps = ev.optimizer_steps()
         for key, w in list(self._waiting.items()):
             t = w.ref()
             # steps done since the assignment that this rule was not called for (skimmed): one
@@ -221,22 +277,24 @@ class ParamDataAssign(Rule):
             del self._waiting[key]
             if w.before is not None and fingerprint(t) == w.before:
                 continue  # put back before the step: the update lands on what was replaced
-            out.extend(w.findings)
-        return out or None
+            found = w.detection.facts.get("finding")
+            if found is not None:  # None: the message is muted, never worded
+                out.append(Detection(w.detection.message, None, {"finding": found}))
+        return out
 
-    def _wait(self, t: torch.Tensor, ctx: RuleContext, findings: list[Finding]) -> None:
-        steps = ctx.optimizer_steps()
+    def _wait(self, t: torch.Tensor, ev: Evidence, d: Detection) -> None:
+        steps = ev.optimizer_steps()
         w = self._waiting.get(id(t))
         if w is not None and w.ref() is t and steps - w.steps == self._seen - w.seen:
             return  # a second assignment before the same step: the first one replaced the update
         if len(self._waiting) >= MAX_WAITING:
             del self._waiting[next(iter(self._waiting))]
-        self._waiting[id(t)] = _Waiting(weakref.ref(t), fingerprint(t), steps, self._seen, findings)
+        self._waiting[id(t)] = _Waiting(weakref.ref(t), fingerprint(t), steps, self._seen, d)
 
-    def _judge_assign(self, event: DataAssign, ctx: RuleContext) -> list[Finding] | None:
+    def _judge_assign(self, event: DataAssign, ev: Evidence) -> list[Detection]:
         t, v = event.target, event.value
-        if not isinstance(t, torch.Tensor) or ctx.in_optimizer_step():
-            return None
+        if not isinstance(t, torch.Tensor) or ev.in_optimizer_step():
+            return []
         history = isinstance(v, torch.Tensor) and v.grad_fn is not None
         if history and t.is_leaf and only_from_itself(t, v):
             # a hand-written update of the leaf from its own value: nothing else loses a
@@ -244,11 +302,22 @@ class ParamDataAssign(Rule):
             history = False
             v = v.detach()
         if not history and same_memory(t, v):
-            return None  # a no-op: the parameter gets its own data back
-        optimized = (ctx.is_optimized(t) and ctx.optimizer_steps() > 0
-                     and updated_by_an_optimizer(t, ctx) and not written_since_step(t, ctx))
-        if not (history or optimized):
-            return None
+            return []  # a no-op: the parameter gets its own data back
+        if history:
+            return [Detection("history-dropped", t, {"value": v})]
+        if not (ev.is_optimized(t) and ev.optimizer_steps() > 0
+                and updated_by_an_optimizer(t, self._known_optimizers())
+                and not written_since_step(t, ev)):
+            return []
+        # worded now (the user's frames are live here), reported at the step unless undone by then
+        d = Detection("replaces-update", t, {"waits": True})
+        self._wait(t, ev, d)
+        return [d]
+
+    def _word(self, d: Detection, event: DataAssign, ctx: RuleContext) -> Finding:
+        """The finding of an assignment, named from the line that makes it."""
+        t = d.subject
+        history = d.message == "history-dropped"
         subject = ctx.subject(t, kind="parameter" if isinstance(t, torch.nn.Parameter) else "tensor")
         written = written_target(event.site[0]) if event.site else None
         if written and written != subject.name:
@@ -257,25 +326,17 @@ class ParamDataAssign(Rule):
         line = event.site[0].line if event.site else "?"
         related = []
         if history:
+            v = d.facts["value"]
             hit = ctx.name_of(v)
             made = ctx.creation(v)
-            related.append(Related("history-dropped", hit.name if hit else None, None,
+            related.append(Related(Role.HISTORY_DROPPED, hit.name if hit else None, None,
                                    ctx.loc(made[0]) if made else None))
-            what = ("drops the history of the value assigned: what it was computed from gets no "
-                    "gradient through it")
             fix = ("use the value itself in the computation (torch.func.functional_call(model, "
                    "{...}, inputs), or a differentiable forward) instead of writing it into .data")
         else:
-            what = ("replaces the parameter an optimizer updates: its update is overwritten and "
-                    "the gradient never sees the change")
             fix = (f"compute with the transformed value differentiably in forward (w = f({name or 'param'})), "
                    f"or update in place under torch.no_grad() after optimizer.step() "
                    f"({name or 'param'}.copy_(...))")
-        found = [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                              {"line": line, "what": what, "fix": fix,
-                               "name": display(name, "a parameter")}, related)]
-        if history:
-            return found
-        # named now (the user's frames are live here), reported at the step unless undone by then
-        self._wait(t, ctx, found)
-        return None
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"line": line, "fix": fix, "name": display(name, "a parameter")},
+                            related, message=d.message)

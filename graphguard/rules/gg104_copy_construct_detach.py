@@ -1,12 +1,13 @@
 """GG104 copy-construct-detach: torch.tensor(...) built from tensors that require grad."""
 from __future__ import annotations
 
+from typing import Iterator
 
 from ..events import CopyConstruct
 from ..lookup.assigned import assigned_target
-from ..model import Finding, Related, SourceLoc, Subject
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, SourceLoc, Subject
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["CopyConstructDetach"]
 
@@ -42,10 +43,23 @@ class CopyConstructDetach(Rule):
     slug = "copy-construct-detach"
     severity = "warning"
     summary = "torch.tensor(...) and friends built from tensors that require grad drop their history"
-    template = "{func}(...) copies {source}, which requires grad{copy}: the copy has no history. Fix: {fix}"
+    # one story: a copy of tensors that require grad has no history. `{copy}` only says, when
+    # the user assigned the copy to a name, which name (" into `pos`"), not another story
+    messages = (
+        Message("copy-drops-history", "warning",
+                "{func}(...) copies {source}, which requires grad{copy}: the copy has no history. "
+                "Fix: {fix}",
+                "torch.tensor / as_tensor / new_tensor built from tensors that require grad"),
+    )
     events = (CopyConstruct,)
 
-    def check(self, event: CopyConstruct, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: CopyConstruct, ev: Evidence) -> Iterator[Detection]:
+        # capture only dispatches a CopyConstruct when it found tensors that require grad in the
+        # data copied (capture/recorder.py): every one is the misuse
+        if event.sources:
+            yield Detection("copy-drops-history", event.sources[0])
+
+    def describe(self, d: Detection, event: CopyConstruct, ctx: RuleContext) -> Finding:
         hits = []
         for s in event.sources:
             hit = ctx.name_of(s)
@@ -60,7 +74,7 @@ class CopyConstructDetach(Rule):
         # (`log_probs = torch.tensor([...])`); its sources are `source` entries (the fix detaches
         # them). A copy assigned to no name is described by what it copies.
         made = assigned_target(event.site, call=event.func) if event.site else None
-        related = [Related("source", h.name, None, source.created_at if k == 0 else None)
+        related = [Related(Role.SOURCE, h.name, None, source.created_at if k == 0 else None)
                    for k, h in enumerate(hits[:4])]
         if made is not None:
             subject = Subject(made[0], "tensor", "", SourceLoc.from_frame(made[1]), ctx.iteration)
@@ -69,7 +83,7 @@ class CopyConstructDetach(Rule):
             subject, related = source, related[1:]
         what = display(hits[0].name if hits else None, "a tensor")
         copy = f" into {display(made[0])}" if made is not None else ""
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"func": event.func, "fix": fix, "source": what, "copy": copy,
-                              "name": display(subject.name, "a tensor")},
-                             related)]
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"func": event.func, "fix": fix, "source": what, "copy": copy,
+                             "name": display(subject.name, "a tensor")},
+                            related, message=d.message)
