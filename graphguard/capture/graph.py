@@ -200,3 +200,14 @@ def registering_modules(params: list[torch.Tensor]) -> dict[int, tuple[torch.nn.
                     for k, v in hits:
                         out.setdefault(id(v), (mod, k))
     return out
+
+
+def live_optimizers() -> list[Any]:
+    """The live torch optimizers, read from the collector (whatever holds them, named or not):
+    run-time evidence of an optimizer built before the guard and not yet stepped under it.
+
+    One pass over the collector's objects: call it only when the guard knows no optimizer yet
+    (before the first step), never per step."""
+    import gc
+
+    return [o for o in gc.get_objects() if isinstance(o, torch.optim.Optimizer)]

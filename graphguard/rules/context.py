@@ -12,7 +12,7 @@ from ..lookup.origins import made_name, origin_of, origin_of_name
 from ..lookup.source import assigned_targets, inplace_receivers, statement_at, target_lines
 from ..capture.ddp import DdpWindow, collective_calls, declared_unused, open_windows, reduced_windows
 from ..capture.gradmode import GradSwitch
-from ..capture.graph import summarize
+from ..capture.graph import live_optimizers, summarize
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
 from ..capture.steps import StepTrail
@@ -201,6 +201,12 @@ class Evidence:
 
 
     # ---- recorded leaves, cuts, writes, optimizers ----------------------------------------------
+    def live_optimizers(self) -> list[Any]:
+        """Every live optimizer, found by the collector (capture/graph.live_optimizers): for the
+        time before the first step under the guard, when an optimizer built before it is not
+        known yet. Costly: only then."""
+        return live_optimizers()
+
     def claimed_by_superseding(self, rule: Any, leaf_site: LeafSite) -> bool:
         """Whether a rule that supersedes `rule` claimed the leaves of `leaf_site`."""
         by = self._superseded_by.get(rule.code)

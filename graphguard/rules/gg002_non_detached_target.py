@@ -176,7 +176,7 @@ class NonDetachedTarget(Rule):
             leaves = _leaves(t)
             if not _other_network(x, leaves, event.input_node):
                 return
-            message = "soft-target-untrained" if _untrained(ev, leaves) else "soft-target"
+            message = "soft-target-untrained" if _untrained(ev, leaves, x) else "soft-target"
             yield Detection(message, t, {"call": event, "x": x, "role": "soft target"})
             return
         if isinstance(t, torch.Tensor) and t.requires_grad:
@@ -188,7 +188,7 @@ class NonDetachedTarget(Rule):
                     # dropout passes): both sides trained on purpose, as for a product written out
                     yield from out
                     return
-                message = ("target-untrained" if _untrained(ev, leaves) and _other_network(x, leaves)
+                message = ("target-untrained" if _untrained(ev, leaves, x) and _other_network(x, leaves)
                            else "target")
                 out.append(Detection(message, t, {"call": event, "x": x, "role": "target"}))
             elif (isinstance(x, torch.Tensor) and x.grad_fn is None and ev.recording_details()
@@ -280,13 +280,13 @@ def _own_distribution(func: str, t: torch.Tensor) -> bool:
     return prob_node(t.grad_fn) is not None or (func == "kl_div" and logp_node(t.grad_fn) is not None)
 
 
-def _untrained(ev: Evidence, leaves: list[torch.Tensor]) -> bool:
+def _untrained(ev: Evidence, leaves: list[torch.Tensor], prediction: Any = None) -> bool:
     """Whether the target's gradient only reaches parameters no optimizer holds (a teacher or a
     target network run with grad on): wasted work, not a wrong update. Only when some optimizer
     holds parameters: a hand-written update loop has none, and then nothing tells what trains.
     Only a network's parameters (nn.Parameter): a loose requires-grad tensor is no network left
     out on purpose. An optimizer built before the guard is known from its first step on: until
-    then, those the program holds are asked (report time only)."""
+    then, the live optimizers are asked (the collector)."""
     if not leaves or not all(isinstance(v, torch.nn.Parameter) for v in leaves):
         # a loose requires-grad tensor behind the target (`scale = torch.ones(1,
         # requires_grad=True)`) is no network frozen by leaving it out: most often the target
@@ -295,11 +295,18 @@ def _untrained(ev: Evidence, leaves: list[torch.Tensor]) -> bool:
     if ev.any_optimized():
         return not any(ev.is_optimized(v) for v in leaves)
     # NOTE [optimizers before the guard]: no optimizer was given parameters or stepped under the
-    # guard yet. The one question of this rule's detection that capture cannot answer: capture
-    # sees an optimizer built before the guard only from its first step, and the first loss
-    # call comes before it (a distillation loop's first iteration, in raise mode: the warning
-    # must not become an error). The optimizers the program holds are asked, as before.
-    held = {id(p) for _, opt in ev.optimizers() for g in opt.param_groups for p in g["params"]}
+    # guard yet: one built before the guard is known from its first step only, and the first
+    # loss call comes before it (a distillation loop's first iteration, in raise mode: the
+    # warning must not become an error). The live optimizers are asked, found by the collector
+    # whether or not a name reaches them. Only an optimizer that holds a parameter behind the
+    # prediction counts (the network being trained): another live optimizer (an earlier
+    # experiment's in a notebook, another test's) tells nothing about this loss.
+    mine = {id(v) for v in _leaves(prediction)} if isinstance(prediction, torch.Tensor) else set()
+    held: set[int] = set()
+    for opt in ev.live_optimizers():
+        params = {id(p) for g in opt.param_groups for p in g["params"]}
+        if params & mine:
+            held |= params
     return bool(held) and not any(id(v) in held for v in leaves)
 
 
