@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 import torch.optim.optimizer as optim_module  # noqa: E402
 
-import graphguard.guard as guard_module  # noqa: E402
+import graphguard.backward_check as backward_module  # noqa: E402
 import graphguard.capture.scan as scan_module  # noqa: E402
 from graphguard import GraphGuard  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
@@ -62,9 +62,9 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
     if part == "off":
         g._dormant = True
     unplug = _unplugged(g) if part == "plain" else None
-    check, readers = guard_module.SavedCheck, scan_module._READERS
+    check, readers = backward_module.SavedCheck, scan_module._READERS
     if part == "no_saved_check":
-        guard_module.SavedCheck = _NoSavedCheck
+        backward_module.SavedCheck = _NoSavedCheck
         scan_module._READERS = _NoReaders()
     if part == "no_marks":
         g._mark_nodes = lambda call, mark: None  # type: ignore[method-assign]
@@ -78,7 +78,7 @@ def _switch(g: GraphGuard, part: str) -> Callable[[], None]:
     def undo() -> None:
         if unplug is not None:
             unplug()
-        guard_module.SavedCheck = check
+        backward_module.SavedCheck = check
         scan_module._READERS = readers
         g.__dict__.pop("_mark_nodes", None)
         g._dormant = False

@@ -6,7 +6,7 @@ import json
 import os
 import runpy
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ._version import __version__
 from .errors import GraphGuardUsageError
@@ -222,8 +222,41 @@ def _check_findings(data: dict[str, Any], path: str) -> None:
 
 def _cmd_run(args: Any) -> int:
     from .guard import GraphGuard
-    from .report.text import render_findings, render_summary_line
+    from .report.text import render_summary_line
 
+    target, script_args = _run_target(args)
+    if args.hang_timeout is None:
+        from .processes import hang_timeout_from_env
+
+        args.hang_timeout = hang_timeout_from_env(60.0)
+    guard = GraphGuard(mode=args.mode, select=_codes(args.select), ignore=_codes(args.ignore),
+                       record_iterations=args.record_iterations, max_steps=args.max_steps,
+                       hang_timeout=args.hang_timeout or None)
+    unfollow, run_dir = _follow_processes(args, target)
+    # GG019 ends a deadlocked rank from the guard's watchdog thread: write what we have first
+    guard.at_hang(lambda: _write_outputs(guard, args, target, "hung", None, _partial_reports(run_dir)))
+    status, exc, script_rc, pending_tb = _run_guarded(args, guard, target, script_args, unfollow)
+    parts = _partial_reports(run_dir)
+    if pending_tb is not None:
+        _print_user_traceback(pending_tb, parts)
+    _write_outputs(guard, args, target, status, exc, parts)
+    findings = guard.findings
+    theirs = _process_findings(parts)
+    everything = findings + [f for _, fs in theirs for f in fs]
+    _show_findings(args, target, findings, parts, theirs, everything)
+    rank = _rank()  # ranks write to one terminal: say whose summary this is
+    followed = f" ({len(parts) + 1} processes)" if parts else ""
+    sys.stderr.write((f"[rank {rank}] " if rank is not None else "") + render_summary_line(everything)
+                     + followed + "\n")
+    if script_rc:
+        return script_rc
+    level = _FAIL_LEVELS[args.fail_on]
+    return 1 if any(severity_rank(f.severity) >= level for f in everything) else 0
+
+
+def _run_target(args: Any) -> tuple[str, list[str]]:
+    """`graphguard run`'s target (the script or module) and the arguments it is run with,
+    checked before anything runs."""
     if args.module is None and not args.script:
         raise GraphGuardUsageError("run needs a script (graphguard run train.py) or -m module")
     if args.module is None and not os.path.isfile(args.script):
@@ -236,18 +269,17 @@ def _cmd_run(args: Any) -> int:
     script_args = list(args.args or [])
     if args.module and args.script:  # `-m pkg.mod a b`: argparse put `a` in script
         script_args.insert(0, args.script)
-    if args.hang_timeout is None:
-        from .processes import hang_timeout_from_env
+    return target, script_args
 
-        args.hang_timeout = hang_timeout_from_env(60.0)
-    guard = GraphGuard(mode=args.mode, select=_codes(args.select), ignore=_codes(args.ignore),
-                       record_iterations=args.record_iterations, max_steps=args.max_steps,
-                       hang_timeout=args.hang_timeout or None)
+
+def _run_guarded(args: Any, guard: Any, target: str, script_args: list[str],
+                 unfollow: Callable[[], None] | None) -> tuple[str, BaseException | None, int,
+                                                                BaseException | None]:
+    """Run the target inside `guard` as `__main__`, with its own argv (and its folder first on
+    sys.path); returns the run's status, its exception, the script's exit status and the user's
+    exception whose traceback is printed once the workers' reports are read."""
     status, exc, script_rc = "ok", None, 0
-    unfollow, run_dir = _follow_processes(args, target)
-    # GG019 ends a deadlocked rank from the guard's watchdog thread: write what we have first
-    guard.at_hang(lambda: _write_outputs(guard, args, target, "hung", None, _partial_reports(run_dir)))
-    pending_tb: BaseException | None = None  # printed once the workers' reports are read
+    pending_tb: BaseException | None = None
     old_argv = sys.argv[:]
     sys.argv = [target, *script_args]
     if args.module is None:
@@ -282,13 +314,14 @@ def _cmd_run(args: Any) -> int:
             sys.path.pop(0)
         if unfollow is not None:
             unfollow()
-    parts = _partial_reports(run_dir)
-    if pending_tb is not None:
-        _print_user_traceback(pending_tb, parts)
-    _write_outputs(guard, args, target, status, exc, parts)
-    findings = guard.findings
-    theirs = _process_findings(parts)
-    everything = findings + [f for _, fs in theirs for f in fs]
+    return status, exc, script_rc, pending_tb
+
+
+def _show_findings(args: Any, target: str, findings: list, parts: list[dict],
+                   theirs: list, everything: list) -> None:
+    """The findings on stderr: this process's, then each followed process's under its label."""
+    from .report.text import render_findings
+
     try:
         if getattr(args, "format", "text") != "text":
             from .report.render import render_saved
@@ -308,15 +341,6 @@ def _cmd_run(args: Any) -> int:
     except Exception as err:  # a wording bug must not hide the result
         sys.stderr.write(f"graphguard: error: cannot word the findings ({type(err).__name__}: {err}); "
                          f"codes: {', '.join(f.code for f in everything)}\n")
-    rank = _rank()  # ranks write to one terminal: say whose summary this is
-    followed = f" ({len(parts) + 1} processes)" if parts else ""
-    sys.stderr.write((f"[rank {rank}] " if rank is not None else "") + render_summary_line(everything)
-                     + followed + "\n")
-    findings = everything
-    if script_rc:
-        return script_rc
-    level = _FAIL_LEVELS[args.fail_on]
-    return 1 if any(severity_rank(f.severity) >= level for f in findings) else 0
 
 
 def _check_script(path: str) -> None:

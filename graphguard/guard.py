@@ -2,40 +2,33 @@
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import os
 import sys
 import threading
-import warnings
 import weakref
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-import torch
-from torch.optim.optimizer import (register_optimizer_step_post_hook,
-                                   register_optimizer_step_pre_hook)
-
-from .capture.backward import bind_backward, materialize_iterators, plain_tensor_backward
-from .capture.checkpoint import install_checkpoint_hook
-from .capture.ddp import install_ddp_hook, open_windows
-from .capture.ranks import DEFAULT_HANG_TIMEOUT, RankTracker, install_collective_hooks
+from .backward_check import BackwardChecks
+from .capture.ranks import DEFAULT_HANG_TIMEOUT, RankTracker
 from .capture.marks import SequenceMarks
-from .capture.gradmode import switch_wrappers
-from .capture.mode import FAST_PATH_MODULES, GuardMode, fast_path_call, saved_hooks_enter
+from .capture.mode import GuardMode
 from .capture.quiet import QuietShapes
 from .capture.steps import StepTrail
 from .capture.recorder import Recorder
-from .capture.saved import SavedCheck
-from .capture.scan import lean_scan, scan_graph, sequence_now
-from .capture.state import Mark
-from .capture.sites import PACKAGE_DIR, user_site, user_stacklevel
+from .capture.scan import sequence_now
+from .capture.sites import user_site
 from .rules.context import RuleContext
 from .errors import GraphGuardUsageError, GraphMisuseError
 from .expectation import Expectation, describe_missing
 from .capture.failsafe import PASSTHROUGH, failsafe
-from .events import (AutogradError, BackwardCall, BackwardDone, Clock, EmptyOptimizer, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
+from .events import (BackwardDone, Clock, EmptyOptimizer, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
                      StepDone)
+from .install import (OptimizerWatch, SavedHooks, Undos, backward_wrappers, function_mode,
+                      grad_mode_switches, hidden_from_dynamo, keep_dynamo_out, module_hooks,
+                      optimizer_hooks, rank_hooks, saved_tensor_hooks, step_aside, step_back_in,
+                      warnings_at_user_line)
 from .model import Finding, RunRecord, Site, count_severities
 from .engine import REARM_ITERATIONS, Engine  # noqa: F401 - REARM_ITERATIONS: documented here too
 from .rules import ALL_RULES, Rule, check_codes, instantiate, superseded_by
@@ -98,127 +91,7 @@ def _raise_stack_limit() -> None:
         pass
 
 
-def _user_stacklevel() -> int:
-    """The warnings stacklevel that points at the first user frame above graphguard and torch."""
-    return user_stacklevel(sys._getframe(2))  # 1 is our caller's warn() call site
-
-
-def _showwarning_at_user_line(orig: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap warnings.showwarning so that a warning torch raises from inside the mode (it points at
-    graphguard's frame, since that is the innermost Python frame) is shown at the user's line."""
-    own = PACKAGE_DIR
-
-    def showwarning(message: Any, category: Any, filename: str, lineno: int, *args: Any, **kw: Any) -> Any:
-        if filename.startswith(own):
-            try:
-                site = user_site(1, 1)
-            except Exception:  # showing the warning where it was raised is good enough
-                site = ()
-            if site:
-                filename, lineno = site[0].file, site[0].line
-        return orig(message, category, filename, lineno, *args, **kw)
-
-    return showwarning
-
-
-def _skip_exited(fn: Any) -> Any:
-    """`fn` without the wrappers of guards that have exited: when nested guards exit out of order,
-    restoring the inner guard's saved original would otherwise reinstall the outer one's wrapper."""
-    while True:
-        g = getattr(fn, "__graphguard_guard__", None)
-        if g is None or not g._dormant:
-            return fn
-        fn = fn.__graphguard_original__
-
-
-def _hidden_from_dynamo(fn: F) -> F:
-    """Make torch.compile run `fn` eagerly instead of tracing it. A compiled training step calls
-    backward and optimizer.step, so Dynamo would trace graphguard's bookkeeping: it breaks the
-    graph at sys._getframe and can replay side effects, counting a backward or a step twice.
-    Dynamo is never imported for this (seconds): while it is not loaded, nothing is compiled."""
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if "torch._dynamo" not in sys.modules:
-            return fn(*args, **kwargs)
-        if _DYNAMO_SKIPS_ADDED and _GET_CALLBACK is not None and _GET_CALLBACK() is None:
-            # Dynamo is loaded but no compiled region is running (its frame callback is unset):
-            # nothing can be traced, so no need to pay for disable()'s context at every call.
-            # (Only once graphguard's modules are skipped: Dynamo must never trace this check.)
-            return fn(*args, **kwargs)
-        hidden = call.__dict__.get("_graphguard_hidden")
-        if hidden is None:
-            import torch._dynamo
-
-            hidden = call.__dict__["_graphguard_hidden"] = torch._dynamo.disable(fn, recursive=True)
-        return hidden(*args, **kwargs)
-
-    return call  # type: ignore[return-value]
-
-
-_DYNAMO_SKIPS_ADDED = False
-_NOT_LEAN = object()  # _lean_backward's answer when the full path must run (NOTE [lean backwards])
-_is_compiling = torch.compiler.is_compiling
-
-
-# Dynamo's frame callback getter (the callback is None outside compiled code); a torch without
-# it leaves this None, and every call is then hidden
-_GET_CALLBACK = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None),
-                        "get_eval_frame_callback", None)
-
-
-def _keep_dynamo_out() -> None:
-    """Tell torch.compile never to compile graphguard's own frames. Eager code that a compiled
-    function falls back to after a graph break runs under Dynamo's frame hook, which would
-    otherwise compile the recorder's and the rules' functions too (graph breaks at sys._getframe,
-    recompilations, warnings). The mode stays traceable: Dynamo inlines active modes, and the mode
-    steps aside while compiling (capture/mode.py). Done once, when Dynamo is loaded: graphguard
-    never imports it (seconds) on its own."""
-    global _DYNAMO_SKIPS_ADDED
-    if _DYNAMO_SKIPS_ADDED or "torch._dynamo" not in sys.modules:
-        return
-    _DYNAMO_SKIPS_ADDED = True
-    try:
-        from torch._dynamo import trace_rules
-
-        names, paths = [], []
-        for name, mod in list(sys.modules.items()):
-            path = getattr(mod, "__file__", None) or ""
-            # packages would add their whole directory, mode.py included: modules only
-            if (name.startswith("graphguard.") and name != "graphguard.capture.mode"
-                    and path.endswith(".py") and not path.endswith("__init__.py")):
-                names.append(name)
-                paths.append(path)
-        skip_dirs = getattr(trace_rules, "SKIP_DIRS", None)
-        recompile = getattr(trace_rules, "_recompile_re", None)
-        if isinstance(skip_dirs, list) and callable(recompile):
-            # what trace_rules.add does per module, once for all: add() rebuilds the skip regex
-            # at every call (~5 ms each, half a second for graphguard's modules at guard entry)
-            skip_dirs.extend(p for p in paths if p not in skip_dirs)
-            recompile()
-        else:
-            for name in names:
-                trace_rules.add(name)
-    except Exception:  # an older or newer Dynamo without trace_rules.add: compile still works
-        pass
-
-
-def _listed_params(param_group: Any) -> dict:
-    """The param group with its `params` as a list (what add_param_group will make of them)."""
-    params = param_group.get("params") if isinstance(param_group, dict) else None
-    params = [params] if isinstance(params, torch.Tensor) else list(params or [])
-    return dict(param_group, params=params)
-
-
 PRESTEP_ITERATIONS = 256  # backward-ended iterations recorded in full before an optimizer's first step
-
-
-def _listed_arg(params: Any) -> Any:
-    """An optimizer's `params` argument as a list (what its constructor makes of it); a tensor
-    or anything not iterable is handed on untouched (None), for PyTorch's own error."""
-    if isinstance(params, torch.Tensor) or not hasattr(params, "__iter__"):
-        return None
-    return params if isinstance(params, list) else list(params)
 
 
 class StepLimitReached(SystemExit):
@@ -226,7 +99,7 @@ class StepLimitReached(SystemExit):
     if it had called ``sys.exit(0)`` (``graphguard run --max-steps N``, ``graphguard fix``)."""
 
 
-class GraphGuard:
+class GraphGuard(BackwardChecks):
     """Watch autograd use inside a ``with`` block (or a decorated function) and report misuse.
 
     Args:
@@ -289,6 +162,11 @@ class GraphGuard:
         n = next(_COUNTER)
         self._stamp_key = f"graphguard.{n}.made"
         self._mark_key = f"graphguard.{n}.traversed"
+        self._init_state()
+        self._init_capture()
+
+    def _init_state(self) -> None:
+        """The run's state, before the guard is entered."""
         self._entered = False
         self._born_before = 0  # autograd sequence number at entry (set by __enter__)
         # The thread that entered the guard. Function modes and saved-tensor hooks are per thread,
@@ -311,24 +189,29 @@ class GraphGuard:
         self._skimmed_step = False
         self._quiet = QuietShapes()  # graph shapes every rule judged clean (NOTE [quiet events])
         self._trail = StepTrail()  # every optimizer step, skimmed ones too (capture/steps.py)
-        # every installed hook is a handle whose undo is pushed here as soon as it is installed
-        self._undo = ExitStack()
+        # every installer is entered here, its removal queued as soon as it is installed; a
+        # failing removal is kept in _undo_errors (GG901) and the others still run
         self._undo_errors: list[BaseException] = []
+        self._undo = Undos(self._undo_errors)
         self.clock = Clock()  # iteration and backward_calls, read by capture per op
         self.steps = 0
+
+    def _init_capture(self) -> None:
+        """The engine with the selected rules, the recorder it is fed by, the rules' context."""
         rules = instantiate(self.select, self.ignore)
-        self.engine = Engine(mode, rules, self.clock, self.set_recording)
+        self.engine = Engine(self.mode, rules, self.clock, self.set_recording)
         # capture is handed what it reports to; it never sees the guard (docs/architecture.md)
         self.rec = Recorder(Sink(self.engine.dispatch, self.engine.internal_error, self._on_backward_from_mode),
                             self._stamp_key, self.clock)
         self._mode = GuardMode(self.rec)
+        self._saved = SavedHooks(self.rec, self._internal_error, lambda: self._light_keeps_saved_hooks)
         self.ctx = RuleContext(self.rec, self.clock, self._stamp_key, self._mark_key,
                                lambda: self.engine.findings, lambda: self.steps, superseded_by(ALL_RULES),
                                self.engine.request_details, self._seq_marks, self._judge_through,
                                self._trail)
         self.engine.attach(self.rec, self.ctx)
         # each rank's collective calls, shared with the other ranks (GG019; capture/ranks.py)
-        self._ranks = RankTracker(self._on_ranks_stalled, self._internal_error, hang_timeout)
+        self._ranks = RankTracker(self._on_ranks_stalled, self._internal_error, self.hang_timeout)
         # which step-level events some rule still judges in a skimmed iteration
         self._skim_listens_done = self.engine.skim_listens(BackwardDone)
         self._skim_listens_step = self.engine.skim_listens(StepCall)
@@ -478,200 +361,29 @@ class GraphGuard:
             raise AssertionError(describe_missing(exp, self.findings[before:]))
 
     def _install(self) -> None:
-        _keep_dynamo_out()
-        torch._C._push_on_torch_function_stack(self._mode)
-        self._on_exit(self._remove_mode)
-        self._push_saved_hooks()
-        # each undo is queued as soon as its step is done: a failure halfway leaves nothing behind
-        self._on_exit(register_optimizer_step_pre_hook(self._step_pre_hook).remove)
-        self._on_exit(register_optimizer_step_post_hook(self._step_post_hook).remove)
-        self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward, "backward"))
-        self._patch(torch.autograd, "grad", self._wrap_backward(torch.autograd.grad, "grad"))
-        self._patch(warnings, "showwarning", _showwarning_at_user_line(warnings.showwarning))
-        orig_add = torch.optim.Optimizer.add_param_group
-        self._patch(torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group(orig_add))
-        orig_init = torch.optim.Optimizer.__init__
-        self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init(orig_init))
-        orig_setstate = torch.optim.Optimizer.__setstate__
-        self._patch(torch.optim.Optimizer, "__setstate__", self._wrap_optimizer_setstate(orig_setstate))
-        self._patch(torch.nn.Parameter, "__new__", self._wrap_parameter_new(torch.nn.Parameter.__new__))
-        self._on_exit(install_checkpoint_hook(self.rec, self._foreign))  # GG015
-        self._on_exit(self._ranks.close)  # the other ranks learn that this one has finished
-        self._on_exit(install_ddp_hook(self.rec, self._foreign, self._ranks))  # GG017, GG018
-        self._on_exit(install_collective_hooks(self._ranks, self._foreign))  # GG019
-        for name in FAST_PATH_MODULES:  # NOTE [fast paths see no mode] (capture/mode.py)
-            cls = getattr(torch.nn, name)
-            self._patch(cls, "__call__", fast_path_call(cls, self.rec, self._foreign))
-        graph_mod = torch.autograd.graph
-        hooks_cls = graph_mod.saved_tensors_hooks  # NOTE [saved values behind other hooks]
-        self._patch(hooks_cls, "__enter__", saved_hooks_enter(hooks_cls.__enter__, self.rec))
-        self._patch(graph_mod, "disable_saved_tensors_hooks",
-                    self._wrap_disable_saved_hooks(graph_mod.disable_saved_tensors_hooks))
-        for owner, name, wrapper in switch_wrappers(self.rec.grad_switches, self._foreign):
-            self._patch(owner, name, wrapper)  # who turns autograd off (GG014, GG008)
-
-    def _patch(self, owner: Any, name: str, new: Any) -> None:
-        own = name in owner.__dict__
-        old = owner.__dict__[name] if own else getattr(owner, name)
-        new.__graphguard_guard__ = self
-        new.__graphguard_original__ = old
-        # a class attribute that was inherited (a fast-path module's __call__): undone by
-        # deleting ours, not by copying the base class's into the class (also under another
-        # guard's wrapper, which may have exited first)
-        inherited = (getattr(old, "__graphguard_inherited__", False) if hasattr(old, "__graphguard_guard__")
-                     else not own and isinstance(owner, type))
-        new.__graphguard_inherited__ = inherited
-        setattr(owner, name, new)
-
-        def undo() -> None:
-            # Restore only our own patch: a later patch by someone else is theirs to undo (ours
-            # then passes through, since an exited guard is dormant).
-            if owner.__dict__.get(name) is new:
-                back = _skip_exited(old)
-                if inherited and not hasattr(back, "__graphguard_guard__"):
-                    delattr(owner, name)
-                else:
-                    setattr(owner, name, back)
-
-        self._on_exit(undo)
-
-    def _push_saved_hooks(self) -> None:
-        try:
-            torch._C._autograd._push_saved_tensors_default_hooks(self.rec.pack, self.rec.unpack)
-        except RuntimeError as err:
-            # inside torch.autograd.graph.disable_saved_tensors_hooks: watch without them (the
-            # backward check reads PyTorch's own version check instead)
-            self._internal_error(err, "installing the saved-tensor hooks (saved-op names are off)")
-            return
-        self.rec.saved_hooks_on = True
-        self._on_exit(self._pop_saved_hooks)
-
-    def _set_saved_hooks(self, on: bool) -> None:
-        """Light mode takes the saved-tensor hooks off (NOTE [light mode without saved-tensor
-        hooks]); recording puts them back, only when no other hooks are on the stack (only the
-        top pair is called: ours would shadow the user's or another guard's, and below them ours
-        are never called anyway; the backward check covers both cases)."""
-        if on == self.rec.saved_hooks_on or (not on and self._light_keeps_saved_hooks):
-            return
-        autograd = torch._C._autograd
-        if on:
-            if autograd._top_saved_tensors_default_hooks(True) is not None:
-                return
-            try:
-                autograd._push_saved_tensors_default_hooks(self.rec.pack, self.rec.unpack)
-            except RuntimeError:  # inside disable_saved_tensors_hooks: stay without
-                return
-            self.rec.saved_hooks_on = True
-        else:
-            self._pop_saved_hooks()
-            self.rec.saved_hooks_on = False
-
-    def _wrap_disable_saved_hooks(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        """`torch.autograd.graph.disable_saved_tensors_hooks` that first takes the guard's own
-        saved-tensor hooks off. torch.func's grad, vjp, jacrev and hessian enter it and raise
-        when any hooks are on the stack, so a correct program would crash only because it runs
-        under the guard. Inside, saved tensors are not named (PyTorch's own version check and the
-        backward check still run); on the way out the hooks go back if the guard still wants
-        them (the recording may have ended inside). The body is not watched either: torch.func
-        runs its own torch.autograd.grad on wrapped tensors whose storage cannot be read, and
-        what it computes is functional; the backward of the result, outside, is checked."""
-        guard = self
-
-        @contextmanager
-        def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
-            rec = guard.rec
-            if guard._foreign():
-                with orig(error_message):
-                    yield
-                return
-            lifted = rec.saved_hooks_on
-            if lifted:
-                guard._pop_saved_hooks()
-                rec.saved_hooks_on = False
-            busy, rec.busy = rec.busy, True
-            try:
-                with orig(error_message):
-                    yield
-            finally:
-                rec.busy = busy
-                if lifted and not guard._dormant:
-                    guard._set_saved_hooks(rec.recording or guard._light_keeps_saved_hooks)
-
-        functools.update_wrapper(disable_saved_tensors_hooks, orig)
-        return disable_saved_tensors_hooks
-
-    def _other_saved_hooks(self) -> bool:
-        """Whether saved-tensor hooks other than ours may have packed the values of the nodes
-        made since the last backward (NOTE [saved values behind other hooks])."""
-        if self.rec.foreign_hooks_entered:
-            return True
-        top = torch._C._autograd._top_saved_tensors_default_hooks(True)
-        return top is not None and top[0] != self.rec.pack
-
-    def _pop_saved_hooks(self) -> None:
-        """Take our saved-tensor hooks off their stack, wherever they are, keeping the others in
-        order (a nested guard or the user's own hooks may have been pushed after ours and still be
-        active when we exit)."""
-        autograd = torch._C._autograd
-        above = []
-        while True:
-            top = autograd._top_saved_tensors_default_hooks(True)
-            if top is None:  # not there any more: put the others back
-                break
-            autograd._pop_saved_tensors_default_hooks()
-            if top[0] == self.rec.pack:
-                break
-            above.append(top)
-        for pack, unpack in reversed(above):
-            autograd._push_saved_tensors_default_hooks(pack, unpack)
-
-    def _on_exit(self, undo: Callable[[], None]) -> None:
-        """Queue `undo` on the guard's ExitStack; a failing undo is kept, the others still run."""
-        def run() -> None:
-            try:
-                undo()
-            except Exception as err:  # keep undoing the rest
-                self._undo_errors.append(err)
-
-        self._undo.callback(run)
+        """Every installer entered in turn: a failure halfway leaves the earlier ones queued for
+        `_uninstall`, which removes them (last installed, first removed)."""
+        keep_dynamo_out()
+        undo, errors, foreign = self._undo, self._undo_errors, self._foreign
+        undo.install(function_mode(self._mode))
+        undo.install(saved_tensor_hooks(self._saved, foreign, lambda: self._dormant, errors, self))
+        undo.install(optimizer_hooks(OptimizerWatch(
+            self.rec, foreign, self._internal_error, self._record_param_group, self._empty_optimizer,
+            self._record_unpickled, self._step_pre_hook, self._step_post_hook), errors, self))
+        # (looked up at each call: benchmarks/parts.py replaces the guard's _backward)
+        undo.install(backward_wrappers(lambda api, orig, args, kwargs: self._backward(api, orig, args, kwargs),
+                                       errors, self))
+        undo.install(warnings_at_user_line(errors, self))
+        undo.install(module_hooks(self.rec, foreign, self._internal_error, self._ranks, errors, self))
+        undo.install(rank_hooks(self._ranks, foreign, errors))  # GG019
+        undo.install(grad_mode_switches(self.rec.grad_switches, foreign, errors, self))  # GG014, GG008
 
     def _uninstall(self) -> None:
         self._undo.close()  # last installed, first undone
-        errors, self._undo_errors = self._undo_errors, []
+        errors = self._undo_errors[:]
+        del self._undo_errors[:]  # (the list is shared with the installers)
         for err in errors:
             self._internal_error(err, "removing hooks")
-
-    def _mode_index(self) -> int:
-        n = torch._C._len_torch_function_stack()
-        for i in range(n - 1, -1, -1):
-            if torch._C._get_function_stack_at(i) is self._mode:
-                return i
-        return -1
-
-    def _inside_own_mode(self) -> bool:
-        """True while our mode's __torch_function__ runs (a backward or loss call seen by the mode).
-        torch pops a mode for the duration of its handler and pushes it back afterwards, so it is
-        missing from the stack now: pushing it here would leave it on the stack twice. Only called
-        when recording switches back on (rare), so walking the frames is cheap enough."""
-        code = type(self._mode).__torch_function__.__code__
-        f: Any = sys._getframe(1)
-        while f is not None:
-            if f.f_code is code and f.f_locals.get("self") is self._mode:
-                return True
-            f = f.f_back
-        return False
-
-    def _remove_mode(self) -> None:
-        """Take our mode off the function-mode stack, wherever it is, keeping the others."""
-        i = self._mode_index()
-        if i < 0:
-            return
-        above = []
-        while torch._C._len_torch_function_stack() > i + 1:
-            above.append(torch._C._pop_torch_function_stack())
-        torch._C._pop_torch_function_stack()
-        for m in reversed(above):
-            torch._C._push_on_torch_function_stack(m)
 
     def set_recording(self, on: bool) -> None:
         """Switch full per-op recording on or off (off: the mode leaves the stack if on top)."""
@@ -679,280 +391,18 @@ class GraphGuard:
             return
         self.rec.recording = on
         if on:
-            if self._mode_index() < 0 and not self._inside_own_mode():
-                torch._C._push_on_torch_function_stack(self._mode)
+            step_back_in(self._mode)
         else:
-            n = torch._C._len_torch_function_stack()
-            if n and torch._C._get_function_stack_at(n - 1) is self._mode:
-                torch._C._pop_torch_function_stack()
+            step_aside(self._mode)
             # nodes made while recording carry stamps: from here on, new nodes carry nothing
             self._fresh_from = sequence_now()
-        self._set_saved_hooks(on)
-
-    # ---- backward ------------------------------------------------------------------------------
-    def _wrap_backward(self, orig: Callable[..., Any], api: str) -> Callable[..., Any]:
-        guard = self
-
-        @functools.wraps(orig)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return guard._backward(api, orig, args, kwargs)
-
-        wrapper.__graphguard_original__ = orig  # type: ignore[attr-defined]
-        return wrapper
-
-    def _on_backward_from_mode(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        api = "grad" if getattr(func, "__name__", "") == "grad" else "backward"
-        return self._backward(api, func, args, kwargs)
+        self._saved.set(on)
 
     def _foreign(self) -> bool:
         """True in a thread other than the guard's, or in a forked child: not ours to watch."""
         return self.engine.dormant or threading.get_ident() != self._owner
 
-    @_hidden_from_dynamo
-    def _backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        ranks = self._ranks
-        if (ranks.state is not None and api == "backward" and not self._in_backward
-                and not self._foreign() and any(w.sync for w in open_windows(self.rec))):
-            # DDP all-reduces inside this backward: a collective call of this rank (GG019)
-            with ranks.blocking("backward", user_site(2)):
-                return self._watched_backward(api, orig, args, kwargs)
-        return self._watched_backward(api, orig, args, kwargs)
-
-    @_hidden_from_dynamo
-    def _watched_backward(self, api: str, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        if self._in_backward or self.rec.busy or self._foreign() or _is_compiling():
-            # (compiling: AOTAutograd tracing a compiled region's backward, not the user's)
-            return orig(*args, **kwargs)
-        # a generator passed as `inputs` (`model.parameters()`) is read once: by the real call
-        plain_call = plain_tensor_backward(args, kwargs)  # `loss.backward()`: nothing to read once
-        if not plain_call:
-            args, kwargs = materialize_iterators(args, kwargs)
-        call = None
-        if not _DYNAMO_SKIPS_ADDED:
-            _keep_dynamo_out()  # Dynamo may have been loaded since __enter__ (torch.compile)
-        if plain_call and api == "backward":
-            result = self._lean_backward(orig, args, kwargs)
-            if result is not _NOT_LEAN:
-                return result
-        # The scan makes a Python wrapper per graph node and the rules build per-node data: on a
-        # 100,000-node graph the collector ran again and again over all of them (a pre-backward
-        # check 2-3x slower). Our own bursts allocate no cycles: pause it, restore it after.
-        gc_paused = gc.isenabled()
-        if gc_paused:
-            gc.disable()
-        try:
-            self.rec.busy = True
-            plain = quiet = skim = False
-            try:
-                call = self._prepare_backward(api, orig, args, kwargs, plain_call)
-                if not self.rec.recording:
-                    # light mode: a plain call on a graph shape already judged (NOTE [quiet events])
-                    if self._quiet.plain(call, bool(self.rec.packs)):
-                        plain = True
-                        quiet = self._quiet.judged(call)
-                    if quiet:
-                        skim = self._skimming()
-                    else:  # something new: this window is judged in full (NOTE [skimmed iterations])
-                        self._judge_through(self._window())
-            except Exception as err:
-                self._internal_error(err, "checking a backward call")
-            finally:
-                self.rec.busy = False
-            findings = self.engine.findings
-            reported = len(findings)
-            marked = False
-            if call is not None:
-                # may raise GraphMisuseError: before PyTorch, before any .grad
-                self._dispatch(call, quiet=quiet, skim=skim)
-                if plain and not quiet and len(findings) == reported:
-                    self._quiet.remember(call)  # every rule judged this shape: nothing found
-                try:
-                    marked = self._mark_before(call)
-                except PASSTHROUGH:
-                    raise
-                except Exception as err:
-                    self._internal_error(err, "recording a backward call")
-            reported = (sum(1 for f in findings[reported:] if f.severity == "error")
-                        if len(findings) > reported else 0)
-        finally:
-            if gc_paused:
-                gc.enable()
-        self._in_backward = True
-        try:
-            result = orig(*args, **kwargs)
-        except BaseException as err:
-            self._in_backward = False
-            if marked:  # this backward did not run through the graph after all
-                failsafe(self._internal_error, "recording a backward call", self._unmark, call)
-            if call is not None and isinstance(err, RuntimeError):
-                # PyTorch raised: graphguard's account first (GG903 & co)
-                self._explain_backward_error(call, err, reported)
-            raise
-        finally:
-            self._in_backward = False
-        if call is not None and skim and not self._skim_listens_done:
-            # a skimmed iteration: no rule judges the backward's end (NOTE [skimmed iterations])
-            if not call.retain_graph:
-                self._pending_boundary = True
-            call.scan = None
-        elif call is not None:
-            self.rec.busy = True
-            gc_paused = gc.isenabled()
-            if gc_paused:
-                gc.disable()  # as above: marking every node allocates per node
-            try:
-                self._after_backward(call)
-            except Exception as err:
-                self._internal_error(err, "recording a backward call")
-            finally:
-                self.rec.busy = False
-                call.scan = None  # drop the node wrappers now
-                if gc_paused:
-                    gc.enable()
-        return result
-
-    # NOTE [lean backwards]
-    # In a skimmed iteration (NOTE [skimmed iterations]) no rule judges a quiet backward (NOTE
-    # [quiet events]): what is left to do is to make sure it is quiet, and to leave its marks.
-    # A plain `loss.backward()` there takes this path: one walk that reads the fresh nodes'
-    # saved values and gives up at the first thing unusual (capture/scan.lean_scan), the shape
-    # test, the marks; no event, no per-node lists, no dispatch. In the steady state of a small
-    # step the full path's objects and calls, each cheap, cost more than the walk itself: they are
-    # touched right after the forward has flushed the caches. Anything else, or anything the walk
-    # gives up on, takes the full path, which walks again and every rule judges the call.
-    def _lean_backward(self, orig: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        """Run a plain `loss.backward()` (args as plain_tensor_backward accepts them) the lean
-        way, or return _NOT_LEAN for the full path."""
-        rec = self.rec
-        root = args[0]
-        fn = root.grad_fn
-        if (fn is None or args[2] or args[3] or rec.recording or rec.saved_hooks_on
-                or self._fresh_from is None or self.steps == 0 or rec.packs
-                or not self._skimming() or root.numel() != 1 or self._other_saved_hooks()):
-            # (steps == 0: backwards end the iterations, which the full path does)
-            return _NOT_LEAN
-        gc_paused = gc.isenabled()
-        if gc_paused:
-            gc.disable()  # as in _backward: a large graph's node wrappers are made here
-        try:
-            rec.busy = True
-            lean = lean_scan(fn, self.max_walk, self._fresh_from)
-            if lean is None or not self._quiet.judged_shape(lean.types, lean.leaves):
-                return _NOT_LEAN
-            clock, key = self.clock, self._mark_key
-            site = user_site(3)  # (from above _backward and its dynamo wrapper, as the full path)
-            index = clock.backward_calls
-            mark = Mark(index, clock.iteration, site, False)
-            leaf_md = lean.leaf_md
-            before = [md.get(key) for md in leaf_md]
-            if lean.lo >= 0:
-                self._seq_marks.add(lean.lo, lean.hi, mark)
-            rec.backward_roots.add(index, [fn], root)
-            for md in leaf_md:
-                md[key] = mark
-            self._fresh_from = lean.counter
-            clock.backward_calls = index + 1
-        except Exception as err:
-            self._internal_error(err, "checking a backward call")
-            return _NOT_LEAN
-        finally:
-            rec.busy = False
-            if gc_paused:
-                gc.enable()
-        del lean
-        self._in_backward = True
-        try:
-            result = orig(*args, **kwargs)
-        except BaseException as err:
-            self._in_backward = False
-            failsafe(self._internal_error, "recording a backward call", self._lean_unmark,
-                     mark, leaf_md, before)
-            if isinstance(err, RuntimeError):
-                self._explain_lean_error(orig, args, kwargs, site, index, err)
-            raise
-        finally:
-            self._in_backward = False
-        self._pending_boundary = True  # a graph-freeing backward
-        return result
-
-    def _lean_unmark(self, mark: Mark, leaf_md: list[dict], before: list[Mark | None]) -> None:
-        """A lean backward raised: take its marks back, as _unmark does for the full path."""
-        self._seq_marks.drop(mark)
-        key = self._mark_key
-        for md, old in zip(leaf_md, before):
-            if old is None:
-                md.pop(key, None)
-            else:
-                md[key] = old
-
-    def _explain_lean_error(self, orig: Any, args: tuple, kwargs: dict, site: Site, index: int,
-                            err: RuntimeError) -> None:
-        """PyTorch raised in a lean backward (rare: the walk found nothing unusual): the rules
-        explain it on a full scan of the graph as it is now."""
-        call = None
-        self.rec.busy = True
-        try:
-            roots, grads, inputs, retain, create = bind_backward("backward", orig, args, kwargs, True)
-            with torch._C.DisableTorchFunction():
-                scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk)
-            call = BackwardCall(site, "backward", roots, grads, retain, create, inputs, scan,
-                                index, self.clock.iteration)
-        except Exception as exc:
-            self._internal_error(exc, "explaining an error")
-        finally:
-            self.rec.busy = False
-        if call is not None:
-            self._explain_backward_error(call, err, 0)
-
-    def _explain_backward_error(self, call: BackwardCall, err: RuntimeError, reported: int) -> None:
-        """PyTorch raised inside a guarded backward: the rules explain it after the fact (in
-        raise mode the account comes out as GraphMisuseError, chained to PyTorch's error)."""
-        event = None
-        self.rec.busy = True
-        try:
-            event = AutogradError(call.site, "backward", call.api, err, list(call.roots), call, reported)
-        except Exception as exc:
-            self._internal_error(exc, "explaining an error")
-        finally:
-            self.rec.busy = False
-        if event is not None:
-            self._dispatch(event)
-
-    def _prepare_backward(self, api: str, orig: Any, args: tuple, kwargs: dict,
-                          plain_call: bool | None = None) -> BackwardCall:
-        roots, grads, inputs, retain, create = bind_backward(api, orig, args, kwargs, plain_call)
-        if not retain and self._pending_boundary and self.steps == 0:
-            # no optimizer seen: each graph-freeing backward closes an iteration (DESIGN.md)
-            self._end_iteration(None, by_backward=True)
-        if inputs:
-            self.rec.mark_used(inputs)
-        # light mode: PyTorch's own version check, read before PyTorch runs (GG005), by the
-        # scan as it walks (capture/saved.SavedCheck)
-        check = None if self.rec.saved_hooks_on else SavedCheck(self.rec.unpack, self.rec.adopt,
-                                                                 self._other_saved_hooks())
-        self.rec.foreign_hooks_entered = False  # the next backward's fresh nodes start here
-        with torch._C.DisableTorchFunction():
-            if self.rec.recording or self._fresh_from is None:
-                scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk, saved=check)
-            else:  # light mode: nodes made since the last backward are not read for marks
-                scan = scan_graph(roots, self._stamp_key, self._mark_key, self.max_walk,
-                                  self._fresh_from, self._seq_marks, check)
-            if check is not None:
-                hit = check.freed_at  # a node no guarded backward freed: GG001's crash to come
-            else:
-                # a graph part made before the guard that a backward outside it already consumed
-                # (freed and never marked); the nodes a recorded op made are not read
-                hit = scan.find_unmarked_freed(self._born_before)
-        if scan.function_inputs:
-            self.rec.mark_used(scan.function_inputs)  # needed by a custom Function (GG103)
-        if hit >= 0:
-            scan.unmarked_freed = (hit, scan.old_top(hit, self._born_before))
-        # (the walk for the site starts above _backward and its dynamo wrapper: graphguard's own)
-        call = BackwardCall(user_site(3), api, roots, grads, retain, create, inputs, scan,
-                            self.clock.backward_calls, self.clock.iteration)
-        self.clock.backward_calls += 1
-        return call
-
+    # ---- skimmed iterations (NOTE [skimmed iterations]) ------------------------------------------
     def _note_stepping(self, opt: Any) -> None:
         try:
             if opt not in self._stepping:
@@ -981,135 +431,13 @@ class GraphGuard:
         w = self._window_size
         return it % (w * SAMPLE_PERIOD) >= w
 
-    def _after_backward(self, call: BackwardCall) -> None:
-        self._dispatch(BackwardDone(call.site, call), raising=False)
-        if not call.retain_graph:
-            self._pending_boundary = True
-
-    # NOTE [marks before the backward]
-    # The marks are written once the rules have judged the call, just before PyTorch runs: the
-    # walk has just touched every node, so the writes hit warm caches (after the backward they
-    # came after PyTorch's kernels had flushed them: 2-4x the cost, ~100 us on the small
-    # transformer's 156 nodes). If the backward does not complete, they are taken back.
-    def _mark_before(self, call: BackwardCall) -> bool:
-        it = self.clock.iteration
-        if call.retain_graph and self._pending_boundary and self.steps == 0:
-            # No optimizer yet and an earlier backward freed its graph: a boundary is pending, and
-            # whatever comes next (a freeing backward or a step) closes it. A retained backward
-            # here (R1 penalty in a gradient-accumulation micro-batch) belongs to the next iteration.
-            it += 1
-        self._mark_nodes(call, Mark(call.index, it, call.site, call.retain_graph))
-        walk = call.scan.walk
-        self.rec.backward_roots.add(call.index, walk.nodes[:walk.roots],
-                                    call.roots[0] if call.roots else None)
-        return True
-
-    def _mark_nodes(self, call: BackwardCall, mark: Mark) -> None:
-        """Every walked node remembers this backward (GG001/GG003/GG004/GG102 read it later):
-        in its metadata, or, for the fresh nodes of a graph this backward frees, by their
-        sequence numbers (NOTE [marks by sequence number] in capture/marks.py)."""
-        key, scan = self._mark_key, call.scan
-        if scan.has_fresh:
-            if call.retain_graph:  # a retained graph may be used again: exact marks on each node
-                scan.read_fresh()
-            else:
-                self._seq_marks.add(scan.fresh_lo, scan.fresh_hi, mark)
-                scan.range_mark = mark
-        for md in scan.read_md:  # the nodes' own dicts, as the scan read them
-            if md is not None:
-                md[key] = mark
-        if scan.counter is not None:
-            # every node of this graph is older than the number read before the walk
-            self._fresh_from = scan.counter
-
-    def _unmark(self, call: BackwardCall) -> None:
-        """Take this backward's marks back (it raised): each node keeps the mark it had before."""
-        key, scan = self._mark_key, call.scan
-        if scan.range_mark is not None:
-            self._seq_marks.drop(scan.range_mark)
-        for md, before in zip(scan.read_md, scan.read_marks):
-            if md is None:
-                continue
-            if before is None:
-                md.pop(key, None)
-            else:
-                md[key] = before
-
     # ---- optimizer -----------------------------------------------------------------------------
-    def _wrap_add_param_group(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        guard = self
-
-        @functools.wraps(orig)
-        def add_param_group(opt: Any, param_group: dict) -> Any:
-            if guard._foreign():
-                return orig(opt, param_group)
-            doing = "recording an optimizer's parameters"
-            group = failsafe(guard._internal_error, doing, _listed_params, param_group)
-            if group is not None:
-                param_group = group  # its params listed once: a generator is read only once
-                failsafe(guard._internal_error, doing, guard._record_param_group, opt, group["params"])
-            return orig(opt, param_group)
-
-        return add_param_group
-
-    def _wrap_optimizer_init(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        """Optimizer.__init__ (every optimizer's `super().__init__(params, defaults)`): an empty
-        parameter list is reported (GG011) before PyTorch raises on it. Once per optimizer."""
-        guard = self
-
-        @functools.wraps(orig)
-        def __init__(opt: Any, params: Any, *args: Any, **kwargs: Any) -> Any:
-            if guard._foreign() or guard.rec.busy:
-                return orig(opt, params, *args, **kwargs)
-            listed = failsafe(guard._internal_error, "recording an optimizer's parameters",
-                              _listed_arg, params)
-            if listed is not None:
-                params = listed  # a generator is read only once: by us, then handed on
-                if not listed:
-                    failsafe(guard._internal_error, "checking an optimizer's parameters",
-                             guard._empty_optimizer, opt)
-            return orig(opt, params, *args, **kwargs)
-
-        return __init__
-
-    def _wrap_optimizer_setstate(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        """Optimizer.__setstate__: an optimizer made by unpickling (`copy.deepcopy`, `torch.load`
-        of a whole object) gets its parameter groups without add_param_group. They are recorded
-        as if added there, at the user's line that made the copy: an optimizer deep-copied apart
-        from its model holds copies of the parameters, not the model's (GG008 points there)."""
-        guard = self
-
-        @functools.wraps(orig)
-        def __setstate__(opt: Any, state: dict) -> Any:
-            out = orig(opt, state)
-            if not guard._foreign() and not guard.rec.busy:
-                failsafe(guard._internal_error, "recording an optimizer's parameters",
-                         guard._record_unpickled, opt)
-            return out
-
-        return __setstate__
-
     def _record_unpickled(self, opt: Any) -> None:
         for group in getattr(opt, "param_groups", ()):
             params = list(group.get("params", ()))
             if params:
                 self._record_param_group(opt, params)
 
-    def _wrap_parameter_new(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        """`nn.Parameter(h)` of a tensor with history makes a new leaf in C++, out of the mode's
-        sight: while recording, the dropped history is recorded as a cut (GG008's reason)."""
-        guard = self
-
-        def __new__(cls: Any, data: Any = None, requires_grad: bool = True) -> Any:
-            p = orig(cls, data, requires_grad)
-            if (guard.rec.recording and isinstance(data, torch.Tensor) and data.grad_fn is not None
-                    and torch.is_grad_enabled() and not guard.rec.busy and not guard._foreign()
-                    and not torch.compiler.is_compiling()):
-                failsafe(guard._internal_error, "recording an op", guard.rec.on_new_leaf,
-                         "nn.Parameter", data)
-            return p
-
-        return __new__
 
     def _empty_optimizer(self, opt: Any) -> None:
         self._dispatch(EmptyOptimizer(user_site(1), opt))  # may raise GraphMisuseError
@@ -1119,7 +447,7 @@ class GraphGuard:
         self._quiet.clear()  # leaves judged before may be optimized now (GG011, GG009)
         self._dispatch(ParamGroupAdded(user_site(1), opt, params))
 
-    @_hidden_from_dynamo
+    @hidden_from_dynamo
     def _step_pre_hook(self, opt: Any, args: Any, kwargs: Any) -> Any:
         if self.rec.busy or self._foreign():
             return None
@@ -1179,7 +507,7 @@ class GraphGuard:
             self._dispatch(event)
         self.rec.in_step = True
 
-    @_hidden_from_dynamo
+    @hidden_from_dynamo
     def _step_post_hook(self, opt: Any, args: Any, kwargs: Any) -> None:
         if self._foreign():
             return

@@ -419,3 +419,30 @@ def test_the_detect_checker_sees_a_lookup() -> None:
     units = dict(_units(), **{unit.mod: unit})
     bad = _detect_violations(units, unit.mod, tree.body[3])
     assert any("find_name" in b for b in bad) and any("ev.name_of" in b for b in bad)
+
+
+# ---- sizes (issue 31): the guard wires small installers; no function grows past a screen -------
+GUARD_MAX_LINES = 700
+FUNCTION_MAX_LINES = 60
+SIZED = ["guard.py", "cli.py", "fix/command.py"]
+
+
+def _long_functions(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path.relative_to(PACKAGE.parent)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.end_lineno - n.lineno + 1 > FUNCTION_MAX_LINES]
+
+
+def test_guard_stays_small() -> None:
+    """guard.py wires the installers of graphguard/install/ and the backward check; the hooks
+    themselves live there."""
+    lines = len((PACKAGE / "guard.py").read_text(encoding="utf-8").splitlines())
+    assert lines < GUARD_MAX_LINES, f"graphguard/guard.py has {lines} lines (fewer than {GUARD_MAX_LINES} wanted)"
+
+
+def test_no_long_functions() -> None:
+    """No function (or method, or nested function) of guard.py, cli.py, fix/command.py is over
+    FUNCTION_MAX_LINES lines, decorators not counted (ast: end_lineno - lineno + 1)."""
+    bad = [line for rel in SIZED for line in _long_functions(PACKAGE / rel)]
+    assert not bad, "functions over 60 lines:\n" + "\n".join(bad)

@@ -20,7 +20,7 @@ import graphguard
 import graphguard.lookup.names as names_mod
 import graphguard.capture.scan as scan_mod
 import graphguard.capture.sites as sites_mod
-import graphguard.guard as guard_mod
+import graphguard.backward_check as backward_mod
 import graphguard.report.text as text_mod
 from graphguard import GraphGuard, GraphMisuseError, active_guards
 from graphguard.capture.recorder import Recorder
@@ -126,9 +126,9 @@ FAULTS: dict[str, list[tuple[Any, str]]] = {
     "recorder-site": [(Recorder, "site")],  # used by the pack hook, the op records, .grad reads
     "grad-read": [(Recorder, "on_grad_read")],
     "backward-prepare": [(GraphGuard, "_prepare_backward")],
-    "graph-scan": [(guard_mod, "scan_graph")],
+    "graph-scan": [(backward_mod, "scan_graph")],
     "graph-walk": [(scan_mod, "GraphScan")],  # the walk and its reads, one loop
-    "backward-marks": [(guard_mod, "Mark")],
+    "backward-marks": [(backward_mod, "Mark")],
     "step-pre-hook": [(Recorder, "mark_optimized")],  # also add_param_group
     "step-post-hook": [(GraphGuard, "_end_iteration")],
     "light-mode-switch": [(GraphGuard, "set_recording")],

@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim.optimizer as optim_mod
 
-import graphguard.guard as guard_mod
+import graphguard.install.optimizer as optimizer_install
 from graphguard import GraphGuard, GraphGuardUsageError, GraphMisuseError, active_guards
 from graphguard.capture.recorder import Recorder
 
@@ -393,7 +393,7 @@ def test_failed_install_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -
     def broken(hook: Any) -> Any:
         raise RuntimeError("cannot register")
 
-    monkeypatch.setattr(guard_mod, "register_optimizer_step_post_hook", broken)
+    monkeypatch.setattr(optimizer_install, "register_optimizer_step_post_hook", broken)
     with GraphGuard(mode="collect") as guard:
         assert_state(before)
         train(2)
@@ -408,7 +408,7 @@ def test_interrupt_during_install_leaves_nothing_behind(monkeypatch: pytest.Monk
     def interrupted(hook: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(guard_mod, "register_optimizer_step_post_hook", interrupted)
+    monkeypatch.setattr(optimizer_install, "register_optimizer_step_post_hook", interrupted)
     with pytest.raises(KeyboardInterrupt):
         with GraphGuard():
             pass

@@ -1,4 +1,4 @@
-"""Lean backwards (NOTE [lean backwards] in guard.py): in a skimmed iteration a plain
+"""Lean backwards (NOTE [lean backwards] in backward_check.py): in a skimmed iteration a plain
 `loss.backward()` whose graph is fresh, intact and of a shape already judged is checked by one
 walk and leaves its marks, with no event built. These tests show that the lean path is really
 taken in a clean steady state, that everything unusual still goes the full way (and is
@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import graphguard.guard as guard_module
+import graphguard.backward_check as backward_module
 from graphguard import GraphGuard, GraphMisuseError
 from lines import marker_lines
 
@@ -24,7 +24,7 @@ class LeanSpy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.walks = self.lean = 0
-        real = guard_module.lean_scan
+        real = backward_module.lean_scan
 
         def spy(*args, **kwargs):
             got = real(*args, **kwargs)
@@ -32,7 +32,7 @@ class LeanSpy:
             self.lean += got is not None
             return got
 
-        monkeypatch.setattr(guard_module, "lean_scan", spy)
+        monkeypatch.setattr(backward_module, "lean_scan", spy)
 
 
 def model_and_opt() -> tuple[nn.Module, torch.optim.Optimizer]:

@@ -1,6 +1,6 @@
 """An optimizer made by unpickling (copy.deepcopy, torch.load of the whole object) gets its
 parameter groups without add_param_group: the guard records them at the user's line that made
-the copy (guard.py, `_wrap_optimizer_setstate`), so an optimizer copied apart from its model is
+the copy (install/optimizer.py, `_wrap_setstate`), so an optimizer copied apart from its model is
 reported with that line as the place to fix."""
 from __future__ import annotations
 

@@ -378,7 +378,7 @@ def scan_graph(roots: list[torch.Tensor], stamp_key: str, mark_key: str, limit: 
 
 
 class LeanScan:
-    """What the lean walk found (NOTE [lean backwards] in guard.py): a graph of fresh nodes and
+    """What the lean walk found (NOTE [lean backwards] in backward_check.py): a graph of fresh nodes and
     leaves only, every saved value intact. Holds no node: the leaves' metadata dicts, the leaves
     themselves, the node types and the range of sequence numbers."""
 

@@ -126,6 +126,8 @@ def steps_for(fs: list[dict[str, Any]], least: int, most: int) -> int:
 
 
 def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Run the program once, then try each error/warning finding's candidate patches (smallest
+    first, each verified by a re-run with the patches kept so far); returns the exit status."""
     prog, shown = _program(opts)
     first_steps = prog.max_steps * FIRST_RUN_FACTOR
     base = run(prog, {}, first_steps)
@@ -142,58 +144,116 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         if text:
             print(f"graphguard fix: no error or warning finding in {doc['target']}; nothing changed", file=out)
         return _finish(doc, opts, out, 0)
-    kept: Edits = {}
-    current = base
-    runs = 0  # verification runs so far (the budget of --max-runs)
-    fixed: list[dict[str, Any]] = []  # findings a kept patch removed (its own, and also_fixes)
-    pending: dict[int, tuple[Any, Edits]] = {}  # finding index -> its smallest candidate that only
-    # failed on a new finding (the next finding's patch may be what it needs: tried in pairs below)
-    per_finding: dict[int, list[tuple[Any, Any, Edits]]] = {}
+    session = _Session(opts, prog, shown, base, first_steps, targets, doc, err)
+    for i, f in enumerate(targets):
+        session.try_alone(i, f)
+    session.try_pairs()
+    session.try_consequences()
+    errors_left = session.conclude()
+    if opts.apply and session.kept:
+        _apply(session.kept, prog, shown, doc)
+    if text:
+        _print_text(doc, out)
+    return _finish(doc, opts, out, 1 if errors_left else 0)
 
-    def attempt(fs: list[dict[str, Any]], edits: Edits) -> tuple[str | None, Any, Edits | None]:
-        nonlocal runs
-        together = merge(kept, edits)
+
+def _apply(kept: Edits, prog: Program, shown: Any, doc: dict[str, Any]) -> None:
+    """--apply: the kept patches written to the program's own files."""
+    for file, es in sorted(kept.items()):
+        original = prog.read(file)
+        if original is None:
+            continue
+        with open(os.path.join(prog.root, file), "w", encoding="utf-8") as fh:
+            fh.write(apply_edits(original, es))
+        doc["applied"].append(shown.get(file))
+
+
+class _Session:
+    """One `graphguard fix`: the first run, the patches kept so far (verified together), the
+    verification runs made, and the report document `doc` filled as candidates are judged."""
+
+    def __init__(self, opts: Options, prog: Program, shown: Any, base: Any, first_steps: int,
+                 targets: list[dict[str, Any]], doc: dict[str, Any], err: TextIO) -> None:
+        self.opts, self.prog, self.shown, self.base = opts, prog, shown, base
+        self.first_steps, self.targets, self.doc, self.err = first_steps, targets, doc, err
+        self.kept: Edits = {}
+        self.current = base
+        self.runs = 0  # verification runs so far (the budget of --max-runs)
+        self.fixed: list[dict[str, Any]] = []  # findings a kept patch removed (its own, and also_fixes)
+        # finding index -> its smallest candidate that only failed on a new finding (the next
+        # finding's patch may be what it needs: tried in pairs, try_pairs)
+        self.pending: dict[int, tuple[Any, Edits]] = {}
+        self.per_finding: dict[int, list[tuple[Any, Any, Edits]]] = {}
+        self.followed: set[int] = set()  # findings whose chain (follow) was tried once
+
+    def _budget_spent(self) -> bool:
+        return self.opts.max_runs is not None and self.runs >= self.opts.max_runs
+
+    def _gone(self, f: dict[str, Any]) -> bool:
+        return gone(f, self.current, self.base)
+
+    def attempt(self, fs: list[dict[str, Any]], edits: Edits) -> tuple[str | None, Any, Edits | None]:
+        """A verification run of `edits` on top of the kept patches: (why it fails or None, the
+        run, the patches together)."""
+        together = merge(self.kept, edits)
         if together is None:
             return "conflicts with a patch already kept", None, None
-        if opts.max_runs is not None and runs >= opts.max_runs:
-            return f"not tried: the budget of {opts.max_runs} verification run(s) is spent", None, None
-        runs += 1
-        res = run(prog, together, steps_for(fs, prog.max_steps, first_steps))
+        if self._budget_spent():
+            return f"not tried: the budget of {self.opts.max_runs} verification run(s) is spent", None, None
+        self.runs += 1
+        res = run(self.prog, together, steps_for(fs, self.prog.max_steps, self.first_steps))
         for g in fs:
-            reason = judge(g, base, res)
+            reason = judge(g, self.base, res)
             if reason is not None:
                 return reason, res, together
         return None, res, together
 
-    def reject(f: dict[str, Any], c: Any, reason: str) -> None:
+    def reject(self, f: dict[str, Any], c: Any, reason: str) -> None:
+        shown = self.shown
         d = _describe(f, shown)
-        doc["rejected"].append({"finding": d, "family": c.family, "file": shown.get(c.file),
-                                "line": c.line, "reason": reason})
+        self.doc["rejected"].append({"finding": d, "family": c.family, "file": shown.get(c.file),
+                                     "line": c.line, "reason": reason})
         print(f"graphguard fix: rejected {c.family} for {_brief(d)} ({shown.get(c.file)}:{c.line}): {reason}",
-              file=err)
+              file=self.err)
 
-    def keep(f: dict[str, Any], c: Any, e: Edits, together: Edits, res: Any, note: str = "",
+    def keep(self, f: dict[str, Any], c: Any, e: Edits, together: Edits, res: Any, note: str = "",
              partner: dict[str, Any] | None = None) -> None:
-        nonlocal kept, current
-        kept, current = together, res
-        doc["patches"].append({"finding": _describe(f, shown), "family": c.family, "note": c.note + note,
-                               "file": shown.get(c.file), "line": c.line, "diff": unified(prog, e, shown),
-                               "after": res.summary(),
-                               "also_fixes": [_describe(g, shown) for g in targets
-                                              if g is not f and g is not partner and gone(g, res, base)
-                                              and not any(key(g) == key(h) for h in fixed)]})
-        fixed.append(f)
-        fixed.extend(g for g in targets if gone(g, res, base) and g is not f and g is not partner)
+        shown, base, targets = self.shown, self.base, self.targets
+        self.kept, self.current = together, res
+        self.doc["patches"].append({
+            "finding": _describe(f, shown), "family": c.family, "note": c.note + note,
+            "file": shown.get(c.file), "line": c.line, "diff": unified(self.prog, e, shown),
+            "after": res.summary(),
+            "also_fixes": [_describe(g, shown) for g in targets
+                           if g is not f and g is not partner and gone(g, res, base)
+                           and not any(key(g) == key(h) for h in self.fixed)]})
+        self.fixed.append(f)
+        self.fixed.extend(g for g in targets if gone(g, res, base) and g is not f and g is not partner)
 
-    followed: set[int] = set()  # findings whose chain (below) was tried once
+    def _chain_options(self, g: dict[str, Any], together: Edits) -> list[tuple[Any, Any, Edits]]:
+        """The candidates for `g` in the program patched by `together`, best first."""
+        prog = self.prog
 
-    def follow(f: dict[str, Any], c: Any, together: Edits, res: Any, only: tuple[str, ...] = ()) -> bool:
+        def patched(file: str, t: Edits = together) -> str | None:
+            text = prog.read(file)
+            return None if text is None else apply_edits(text, t.get(file, ()))
+
+        options = []
+        for c2 in candidates_for(g, patched):
+            whole = dict(together)  # already holds the patches kept so far
+            for file, text in [(c2.file, c2.text), *getattr(c2, "also", ())]:
+                whole[file] = edits_of(prog.read(file) or "", text)
+            own = {c2.file: edits_of(patched(c2.file) or "", c2.text)}
+            options.append(((RANK.get(c2.family, 0), *size(own)), c2, whole))
+        options.sort(key=lambda t: t[0])
+        return options
+
+    def follow(self, f: dict[str, Any], c: Any, together: Edits, res: Any, only: tuple[str, ...] = ()) -> bool:
         """`c` removed `f` and the program ran further than before, into an error it had never
         reached (the stale style target behind an optimizer that could not be built): patch that
         error on top, up to three deep, and keep the chain as `f`'s patch when the last run passes
         every check against the first run. True when kept."""
-        nonlocal runs
-        seen = {key(g) for g in base.findings}
+        seen = {key(g) for g in self.base.findings}
         steps: list[str] = []
         for _ in range(3):
             news = [g for g in res.severe() if g.get("severity") == "error" and key(g) not in seen
@@ -202,37 +262,24 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                 return False
             g = news[0]
             seen.add(key(g))
-
-            def patched(file: str, t: Edits = together) -> str | None:
-                text = prog.read(file)
-                return None if text is None else apply_edits(text, t.get(file, ()))
-
-            options = []
-            for c2 in candidates_for(g, patched):
-                whole = dict(together)  # already holds the patches kept so far
-                for file, text in [(c2.file, c2.text), *getattr(c2, "also", ())]:
-                    whole[file] = edits_of(prog.read(file) or "", text)
-                own = {c2.file: edits_of(patched(c2.file) or "", c2.text)}
-                options.append(((RANK.get(c2.family, 0), *size(own)), c2, whole))
-            options.sort(key=lambda t: t[0])
-            for _, c2, whole in options[:2]:
-                if opts.max_runs is not None and runs >= opts.max_runs:
+            for _, c2, whole in self._chain_options(g, together)[:2]:
+                if self._budget_spent():
                     return False
-                runs += 1
-                res2 = run(prog, whole, steps_for([f, g], prog.max_steps, first_steps))
+                self.runs += 1
+                res2 = run(self.prog, whole, steps_for([f, g], self.prog.max_steps, self.first_steps))
                 what = f"{c2.family} for {g.get('code')} {subject_name(g) or '-'}"
                 if not res2.ok or present(g, res2):
-                    reject(f, c, f"then {what}: {judge(g, res, res2) or 'no better'}")
+                    self.reject(f, c, f"then {what}: {judge(g, res, res2) or 'no better'}")
                     continue
-                reason = judge(f, base, res2)
+                reason = judge(f, self.base, res2)
                 if reason is None:
-                    mine = {file: es for file, es in whole.items() if es != kept.get(file)}
-                    keep(f, c, mine, whole, res2, "; then " + ", then ".join([*steps, what])
-                         + ": errors the patched program ran into")
+                    mine = {file: es for file, es in whole.items() if es != self.kept.get(file)}
+                    self.keep(f, c, mine, whole, res2, "; then " + ", then ".join([*steps, what])
+                              + ": errors the patched program ran into")
                     return True
                 # not a rejection yet: the chain goes on from this run
-                print(f"graphguard fix: {c.family} for {_brief(_describe(f, shown))}, then {what}: {reason}; "
-                      "following the next error", file=err)
+                print(f"graphguard fix: {c.family} for {_brief(_describe(f, self.shown))}, then {what}: "
+                      f"{reason}; following the next error", file=self.err)
                 together, res = whole, res2
                 steps.append(what)
                 break
@@ -240,100 +287,104 @@ def fix(opts: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
                 return False
         return False
 
-    for i, f in enumerate(targets):
-        if gone(f, current, base):
-            continue  # an earlier patch fixed it too (listed under that patch's also_fixes)
+    def try_alone(self, i: int, f: dict[str, Any]) -> None:
+        """Finding `i`'s candidates, best first, each on top of the kept patches."""
+        if self._gone(f):
+            return  # an earlier patch fixed it too (listed under that patch's also_fixes)
+        prog = self.prog
         cands = []
         for c in candidates_for(f, prog.read):
             e = {c.file: edits_of(prog.read(c.file) or "", c.text)}
             e.update({other: edits_of(prog.read(other) or "", t) for other, t in c.also})
             cands.append(((RANK.get(c.family, 0), *size(e)), c, e))
         cands.sort(key=lambda t: t[0])  # by family rank, then smallest first
-        per_finding[i] = cands
+        self.per_finding[i] = cands
         for _, c, e in cands:
-            reason, res, together = attempt([f], e)
+            reason, res, together = self.attempt([f], e)
             if reason is None:
-                keep(f, c, e, together, res)
+                self.keep(f, c, e, together, res)
                 break
-            if together is not None and i not in followed and _went_further(f, base, res):
-                followed.add(i)  # one chain per finding: the verification runs are few
-                if follow(f, c, together, res):
+            if together is not None and i not in self.followed and _went_further(f, self.base, res):
+                self.followed.add(i)  # one chain per finding: the verification runs are few
+                if self.follow(f, c, together, res):
                     break
-            reject(f, c, reason)
-            if reason.startswith("new finding") and i not in pending:
-                pending[i] = (c, e)
+            self.reject(f, c, reason)
+            if reason.startswith("new finding") and i not in self.pending:
+                self.pending[i] = (c, e)
         if not cands:
-            print(f"graphguard fix: no candidate patch for {_brief(_describe(f, shown))}", file=err)
-    # pairs: a patch that only failed on a new finding, with a candidate of another finding still
-    # reported (a detached target plus a smooth mask: each alone leaves the other's symptom)
-    for i, (c1, e1) in pending.items():
-        f = targets[i]
-        if gone(f, current, base):
-            continue
-        for j, cands in per_finding.items():
-            g = targets[j]
-            if j == i or gone(g, current, base):
+            print(f"graphguard fix: no candidate patch for {_brief(_describe(f, self.shown))}", file=self.err)
+
+    def try_pairs(self) -> None:
+        """A patch that only failed on a new finding, with a candidate of another finding still
+        reported (a detached target plus a smooth mask: each alone leaves the other's symptom)."""
+        for i, (c1, e1) in self.pending.items():
+            f = self.targets[i]
+            if self._gone(f):
                 continue
-            for _, c2, e2 in cands:
-                both = merge(e1, e2)
-                if both is None:
+            for j, cands in self.per_finding.items():
+                g = self.targets[j]
+                if j == i or self._gone(g):
                     continue
-                reason, res, together = attempt([f, g], both)
-                if reason is None:
-                    keep(f, c1, e1, merge(kept, e1) or kept, res, f"; verified with the next patch, for {g.get('code')}",
-                         partner=g)
-                    keep(g, c2, e2, together, res)
-                    break
-                reject(g, c2, f"with {c1.family} for {f.get('code')}: {reason}")
-            if gone(f, current, base):
-                break
-        if gone(f, current, base):
-            # the pair may have been what the other findings' candidates needed too: once more
-            for k, cands in per_finding.items():
-                h = targets[k]
-                if gone(h, current, base):
-                    continue
-                for _, c, e in cands:
-                    reason, res, together = attempt([h], e)
+                for _, c2, e2 in cands:
+                    both = merge(e1, e2)
+                    if both is None:
+                        continue
+                    reason, res, together = self.attempt([f, g], both)
                     if reason is None:
-                        keep(h, c, e, together, res)
+                        self.keep(f, c1, e1, merge(self.kept, e1) or self.kept, res,
+                                  f"; verified with the next patch, for {g.get('code')}", partner=g)
+                        self.keep(g, c2, e2, together, res)
                         break
-                    reject(h, c, f"after the pair: {reason}")
-    # a patch whose only fault was a new error it brings out (the loss's history given back makes
-    # a feature both the prediction and the target of another loss): that error's candidates on
-    # top, as for a crash the patch ran past, once per finding, kept when the last run passes.
-    # Only errors whose edits keep what is trained (a target detached, a graph rebuilt): one about
-    # what the optimizer holds (GG008, GG011) would be answered by training something else
-    for i, (c1, e1) in pending.items():
-        f = targets[i]
-        if gone(f, current, base) or i in followed:
-            continue
-        together = merge(kept, e1)
-        if together is None or (opts.max_runs is not None and runs >= opts.max_runs):
-            continue
-        runs += 1
-        res = run(prog, together, steps_for([f], prog.max_steps, first_steps))
-        if not (judge(f, base, res) or "").startswith("new finding") or present(f, res):
-            continue
-        followed.add(i)
-        follow(f, c1, together, res, only=_CONSEQUENCES)
-    doc["unpatched"] = [_describe(f, shown) for f in targets if not gone(f, current, base)
-                        and not any(key(f) == key(h) for h in fixed)]
-    doc["after"] = current.summary()
-    doc["verification_runs"] = runs
-    errors_left = [f for f in base.findings if f.get("severity") == "error" and not gone(f, current, base)]
-    doc["errors_left"] = [_describe(f, shown) for f in errors_left]
-    if opts.apply and kept:
-        for file, es in sorted(kept.items()):
-            original = prog.read(file)
-            if original is None:
+                    self.reject(g, c2, f"with {c1.family} for {f.get('code')}: {reason}")
+                if self._gone(f):
+                    break
+            if self._gone(f):
+                self._retry_after_pair()
+
+    def _retry_after_pair(self) -> None:
+        """The pair may have been what the other findings' candidates needed too: once more."""
+        for k, cands in self.per_finding.items():
+            h = self.targets[k]
+            if self._gone(h):
                 continue
-            with open(os.path.join(prog.root, file), "w", encoding="utf-8") as fh:
-                fh.write(apply_edits(original, es))
-            doc["applied"].append(shown.get(file))
-    if text:
-        _print_text(doc, out)
-    return _finish(doc, opts, out, 1 if errors_left else 0)
+            for _, c, e in cands:
+                reason, res, together = self.attempt([h], e)
+                if reason is None:
+                    self.keep(h, c, e, together, res)
+                    break
+                self.reject(h, c, f"after the pair: {reason}")
+
+    def try_consequences(self) -> None:
+        """A patch whose only fault was a new error it brings out (the loss's history given back
+        makes a feature both the prediction and the target of another loss): that error's
+        candidates on top, as for a crash the patch ran past, once per finding, kept when the last
+        run passes. Only errors whose edits keep what is trained (a target detached, a graph
+        rebuilt): one about what the optimizer holds (GG008, GG011) would be answered by training
+        something else."""
+        for i, (c1, e1) in self.pending.items():
+            f = self.targets[i]
+            if self._gone(f) or i in self.followed:
+                continue
+            together = merge(self.kept, e1)
+            if together is None or self._budget_spent():
+                continue
+            self.runs += 1
+            res = run(self.prog, together, steps_for([f], self.prog.max_steps, self.first_steps))
+            if not (judge(f, self.base, res) or "").startswith("new finding") or present(f, res):
+                continue
+            self.followed.add(i)
+            self.follow(f, c1, together, res, only=_CONSEQUENCES)
+
+    def conclude(self) -> list[dict[str, Any]]:
+        """The document's closing fields; returns the errors of the first run still reported."""
+        doc, shown, base, current = self.doc, self.shown, self.base, self.current
+        doc["unpatched"] = [_describe(f, shown) for f in self.targets if not gone(f, current, base)
+                            and not any(key(f) == key(h) for h in self.fixed)]
+        doc["after"] = current.summary()
+        doc["verification_runs"] = self.runs
+        errors_left = [f for f in base.findings if f.get("severity") == "error" and not gone(f, current, base)]
+        doc["errors_left"] = [_describe(f, shown) for f in errors_left]
+        return errors_left
 
 
 # the new errors a patch may bring out that are patched on top of it in a program that did not crash
