@@ -11,9 +11,9 @@ from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, BackwardDone, GradRead, InplaceOp, ParamGroupAdded, StepCall, StepDone
 from ..lookup.names import find_names
 from ..lookup.owners import find_owner
-from ..model import Finding, Related, Site, Subject
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, Site, Subject
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 from .shared.reads import read_by_user
 
 __all__ = ["MissingZeroGrad"]
@@ -82,17 +82,29 @@ class MissingZeroGrad(Rule):
     slug = "missing-zero-grad"
     severity = "error"
     summary = "a step uses gradients still holding the previous step's: zero_grad() is missing"
-    template = ("{name} {verb} that still hold the previous update's (line {stepped_line}): "
-                "nothing zeroed them before the backward at line {backward_line} added the new "
-                "ones{count}. {fix}")
+    messages = (
+        Message("stale-step", "error",
+                "{name} steps on gradients that still hold the previous update's (line "
+                "{stepped_line}): nothing zeroed them before the backward at line {backward_line} "
+                "added the new ones{count}. {fix}",
+                "optimizer.step() on gradients a backward added onto the previous step's, with no "
+                "zero_grad() in between"),
+        Message("stale-manual-update", "error",
+                "{name} is updated from gradients that still hold the previous update's (line "
+                "{stepped_line}): nothing zeroed them before the backward at line {backward_line} "
+                "added the new ones. {fix}",
+                "a hand-written update (`w -= lr * w.grad`, `w.data -= ...`) from a gradient that "
+                "still holds the one the previous update used"),
+        Message("cleared-before-step", "error",
+                "{name} steps with no gradients: the backward at line {backward_line} computed "
+                "them, and they were cleared (zero_grad() at line {cleared_line}) before the step. "
+                "{fix}",
+                "zero_grad() between backward and step: the step finds every gradient cleared"),
+    )
     events = (StepDone, BackwardCall, BackwardDone, StepCall, InplaceOp, ParamGroupAdded, GradRead)
     # silent misuse, followed from a step to the next backward and step: a full window holds all
     # three, and a record left from an earlier window no longer matches (NOTE [skimmed iterations])
     skim_skip = (StepDone, BackwardCall, BackwardDone, StepCall)
-
-    CLEARED_TEMPLATE = ("{name} steps with no gradients: the backward at line {backward_line} "
-                        "computed them, and they were cleared (zero_grad() at line {cleared_line}) "
-                        "before the step. {fix}")
 
     def __init__(self) -> None:
         self.states: WeakIdMap[_GradState] = WeakIdMap()  # parameter -> _GradState
@@ -107,14 +119,17 @@ class MissingZeroGrad(Rule):
         self.last_backward: Site | None = None
         self.cleared_at: Site | None = None
         self.cleared_reported: WeakIdMap[bool] = WeakIdMap()
-        self.models_reported: WeakIdMap[bool] = WeakIdMap()  # models told about manual updates
+        # models told about manual updates: a wording-time dedup (which model registers a
+        # parameter is looked up in the user's frames), kept by `describe`
+        self.models_reported: WeakIdMap[bool] = WeakIdMap()
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+    # ---- detect: from the gradients' identities and versions only ------------------------------
+    def detect(self, event: Any, ev: Evidence) -> list[Detection] | None:
         if isinstance(event, BackwardCall):
             self._before_backward(event)
         elif isinstance(event, BackwardDone):
             self._after_backward(event.call)
-            if ctx.recording_details() and event.call.api != "grad" and event.call.scan is not None:
+            if ev.recording_details() and event.call.api != "grad" and event.call.scan is not None:
                 # (leaf, its .grad, that grad's version) as the backward left them
                 self.filled = [(weakref.ref(v), weakref.ref(v.grad) if v.grad is not None else None,
                                 v.grad._version if v.grad is not None else -1)
@@ -124,15 +139,15 @@ class MissingZeroGrad(Rule):
             if self.filled and self.cleared_at is None and not read_by_user():
                 self.cleared_at = event.site  # torch reads .grad: zero_grad(), clip_grad_norm_, ...
         elif isinstance(event, StepCall):
-            out = self._cleared_before_step(event, ctx)
+            out = self._cleared_before_step(event)
             self.filled = []
             if out:
                 return out
-            return self._at_step(event, ctx)
+            return self._at_step(event)
         elif isinstance(event, StepDone):
-            self._after_step(event, ctx)
+            self._after_step(event, ev)
         elif isinstance(event, InplaceOp):
-            return self._at_manual_update(event, ctx)
+            return self._at_manual_update(event, ev)
         elif isinstance(event, ParamGroupAdded):
             if event.optimizer not in self.made:
                 self.made[event.optimizer] = event.site
@@ -196,7 +211,7 @@ class MissingZeroGrad(Rule):
                 # create_graph=True replaces .grad instead of adding in place: follow the new one
                 state.grad, state.version = weakref.ref(p.grad), p.grad._version
 
-    def _after_step(self, event: StepDone, ctx: RuleContext) -> None:
+    def _after_step(self, event: StepDone, ev: Evidence) -> None:
         opt = event.optimizer
         if opt is None or opt in self.done:
             return
@@ -205,7 +220,7 @@ class MissingZeroGrad(Rule):
             self.sizes[opt] = len(params)
             for p in params:
                 self.by_optimizer[p] = True
-        site, it = event.site, ctx.iteration - 1
+        site, it = event.site, ev.iteration - 1
         data = self.states.entries
         for p in params:
             # the common case inline: this runs for every parameter at every step
@@ -239,7 +254,7 @@ class MissingZeroGrad(Rule):
         self._set_onto(state, None)
 
     # ---- judging -------------------------------------------------------------------------------
-    def _cleared_before_step(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
+    def _cleared_before_step(self, event: StepCall) -> list[Detection] | None:
         """zero_grad() between backward and step: the backward filled the optimizer's gradients,
         and at the step none of them holds anything (None, or all zeros)."""
         opt = event.optimizer
@@ -260,25 +275,11 @@ class MissingZeroGrad(Rule):
         if not filled:
             return None
         self.cleared_reported[opt] = True
-        hit = ctx.name_of(opt)
-        name = hit.name if hit else "optimizer"
-        made = self.made.get(opt)
-        subject = Subject(name, "optimizer", f"{type(opt).__name__}, {len(filled)} parameter(s)",
-                          ctx.loc(made) if made else None)
-        backward, cleared = ctx.loc(self.last_backward), ctx.loc(self.cleared_at)
-        fix = (f"move {name}.zero_grad() before the backward (or after {name}.step()): "
-               "clear the old gradients, then compute the new ones, then step")
-        related = []
-        if cleared is not None:
-            related.append(Related("cleared-at", name, "zero_grad()", cleared))
-        related.append(Related("accumulated-by", None, "backward", backward))
-        related += ctx.fix_at(backward, name, "zero_grad() before this backward")
-        args = {"name": display(name, "The optimizer"), "backward_line": backward.line if backward else "?",
-                "cleared_line": cleared.line if cleared else "?", "fix": fix}
-        return [Finding(self.code, self.slug, self.severity, args, subject, ctx.loc(event.site),
-                        ctx.iteration, True, fix, related, template=self.CLEARED_TEMPLATE)]
+        return [Detection("cleared-before-step", opt,
+                          {"count": len(filled), "made": self.made.get(opt), "site": event.site,
+                           "backward": self.last_backward, "cleared": self.cleared_at})]
 
-    def _at_step(self, event: StepCall, ctx: RuleContext) -> list[Finding] | None:
+    def _at_step(self, event: StepCall) -> list[Detection] | None:
         opt = event.optimizer
         if not self.flagged or opt in self.done:
             return None
@@ -292,65 +293,124 @@ class MissingZeroGrad(Rule):
         if not stale:
             return None
         self.done[opt] = True
-        hit = ctx.name_of(opt)
-        name = hit.name if hit else None
-        made = self.made.get(opt)
-        subject = Subject(name, "optimizer", f"{type(opt).__name__}, {len(stale)} parameter(s)",
-                          ctx.loc(made) if made else None)
-        fix = (f"call {name}.zero_grad() before each backward (or right after {name}.step())" if name
-               else "call optimizer.zero_grad() before each backward")
-        first = ctx.name_of(stale[0][0])
-        count = f" ({len(stale)} parameter{'s' if len(stale) > 1 else ''}" + (
-            f", e.g. {first.name})" if first else ")")
-        found = self._finding(ctx, subject, event.site, stale[0][1], fix, "steps on gradients", count)
+        first = stale[0][1]
+        found = Detection("stale-step", opt,
+                          {"count": len(stale), "first": stale[0][0], "made": self.made.get(opt),
+                           "site": event.site, "stepped": first.stepped,
+                           "stepped_iteration": first.stepped_iteration, "onto": first.onto})
         for p, state in stale:
             self._set_onto(state, None)
             self.states.pop(p)
         return [found]
 
-    def _at_manual_update(self, event: InplaceOp, ctx: RuleContext) -> list[Finding] | None:
+    def _at_manual_update(self, event: InplaceOp, ev: Evidence) -> list[Detection] | None:
         # A write into a leaf that has a gradient, under no_grad and outside optimizer.step(): a
         # hand-written update (`w -= lr * w.grad`, `w.data.sub_(...)`). A write through `.data`
         # is invisible to autograd whatever the grad mode (`param.data -= lr * param.grad` in a
         # d2l-style `sgd` helper runs with grad enabled), so only a write into a tensor that
         # requires grad needs no_grad to count as an update.
-        if ctx.in_optimizer_step() or not isinstance(event.target, torch.Tensor):
+        if ev.in_optimizer_step() or not isinstance(event.target, torch.Tensor):
             return None
         if event.grad_enabled and event.target.requires_grad:
             return None
-        leaf = self._leaf_written(event.target, ctx)
-        if leaf is None or leaf.grad is None or leaf in self.by_optimizer or ctx.is_optimized(leaf):
+        leaf = self._leaf_written(event.target, ev)
+        if leaf is None or leaf.grad is None or leaf in self.by_optimizer or ev.is_optimized(leaf):
             return None
         state = self.states.get(leaf)
         if state is not None and state.onto is not None and state.grad() is leaf.grad:
-            model = self._model_of(leaf, ctx)
-            if model is not None:
-                # a parameter of the user's model, updated by a hand-written optimizer's loop
-                # (`v.value.sub_(...)` over Keras-style variables): the model's gradients are
-                # what nothing clears, and `model.zero_grad()` is the fix
-                module, subject = model
-                if module in self.models_reported:
-                    self._set_onto(state, None)
-                    self.states.pop(leaf)
-                    return None
-                self.models_reported[module] = True
-                name = subject.name
-                fix = (f"zero the model's gradients before each backward: {name}.zero_grad()  "
-                       "(or set each parameter's .grad to None after the update)")
-            else:
-                subject = ctx.subject(leaf)
-                name = subject.name
-                fix = (f"zero it after the update: {name}.grad.zero_()  (or {name}.grad = None)" if name
-                       else "zero the gradient after each update: w.grad.zero_()  (or w.grad = None)")
-            found = self._finding(ctx, subject, event.site, state, fix, "is updated from gradients", "")
+            found = Detection("stale-manual-update", leaf,
+                              {"site": event.site, "stepped": state.stepped,
+                               "stepped_iteration": state.stepped_iteration, "onto": state.onto})
             self._set_onto(state, None)
             self.states.pop(leaf)
             return [found]
-        self._record_update(leaf, event.site, ctx.iteration)
+        self._record_update(leaf, event.site, ev.iteration)
         state = self.states.get(leaf)
         if state is not None:
             state.manual = True
         return None
+
+    def _leaf_written(self, t: torch.Tensor, ev: Evidence) -> torch.Tensor | None:
+        if t.requires_grad:
+            return t if t.grad_fn is None else None
+        # `w.data -= ...`: a tensor sharing a leaf's storage, invisible to autograd. Looked up only
+        # here (no_grad writes outside optimizer.step, while recording), among the leaves the
+        # guard saw created and those already updated by hand.
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except Exception:  # storage-less tensors (meta, some subclasses)
+            return None
+        for leaf in ev.recorded_leaf_tensors()[-MAX_ALIASES:] + self._manual():
+            if leaf.shape == t.shape and leaf.untyped_storage().data_ptr() == ptr:
+                return leaf
+        return None
+
+    def _manual(self) -> list[torch.Tensor]:
+        return [e[0]() for e in list(self.states.entries.values())
+                if e[0]() is not None and e[1].manual][:MAX_ALIASES]
+
+    # ---- describe: names, lines, fixes ---------------------------------------------------------
+    def describe(self, d: Detection, event: Any, ctx: RuleContext) -> Finding | None:
+        if d.message == "cleared-before-step":
+            return self._describe_cleared(d, ctx)
+        if d.message == "stale-step":
+            return self._describe_stale_step(d, ctx)
+        return self._describe_manual(d, ctx)
+
+    def _optimizer_subject(self, ctx: RuleContext, d: Detection, name: str | None) -> Subject:
+        opt, made = d.subject, d.facts["made"]
+        return Subject(name, "optimizer", f"{type(opt).__name__}, {d.facts['count']} parameter(s)",
+                       ctx.loc(made) if made else None)
+
+    def _describe_cleared(self, d: Detection, ctx: RuleContext) -> Finding:
+        hit = ctx.name_of(d.subject)
+        name = hit.name if hit else "optimizer"
+        subject = self._optimizer_subject(ctx, d, name)
+        backward, cleared = ctx.loc(d.facts["backward"]), ctx.loc(d.facts["cleared"])
+        fix = (f"move {name}.zero_grad() before the backward (or after {name}.step()): "
+               "clear the old gradients, then compute the new ones, then step")
+        related = []
+        if cleared is not None:
+            related.append(Related(Role.CLEARED_AT, name, "zero_grad()", cleared))
+        related.append(Related(Role.ACCUMULATED_BY, None, "backward", backward))
+        related += ctx.fix_at(backward, name, "zero_grad() before this backward")
+        args = {"name": display(name, "The optimizer"), "backward_line": backward.line if backward else "?",
+                "cleared_line": cleared.line if cleared else "?", "fix": fix}
+        return self.finding(ctx, subject, ctx.loc(d.facts["site"]), fix, args, related,
+                            message="cleared-before-step")
+
+    def _describe_stale_step(self, d: Detection, ctx: RuleContext) -> Finding:
+        hit = ctx.name_of(d.subject)
+        name = hit.name if hit else None
+        subject = self._optimizer_subject(ctx, d, name)
+        fix = (f"call {name}.zero_grad() before each backward (or right after {name}.step())" if name
+               else "call optimizer.zero_grad() before each backward")
+        n = d.facts["count"]
+        first = ctx.name_of(d.facts["first"])
+        count = f" ({n} parameter{'s' if n > 1 else ''}" + (f", e.g. {first.name})" if first else ")")
+        return self._finding(ctx, subject, d, fix, "stale-step", {"count": count})
+
+    def _describe_manual(self, d: Detection, ctx: RuleContext) -> Finding | None:
+        leaf = d.subject
+        model = self._model_of(leaf, ctx)
+        if model is not None:
+            # a parameter of the user's model, updated by a hand-written optimizer's loop
+            # (`v.value.sub_(...)` over Keras-style variables): the model's gradients are what
+            # nothing clears, and `model.zero_grad()` is the fix; told once per model (which
+            # model registers it is a question of the user's frames: asked here, not in detect)
+            module, subject = model
+            if module in self.models_reported:
+                return None
+            self.models_reported[module] = True
+            name = subject.name
+            fix = (f"zero the model's gradients before each backward: {name}.zero_grad()  "
+                   "(or set each parameter's .grad to None after the update)")
+        else:
+            subject = ctx.subject(leaf)
+            name = subject.name
+            fix = (f"zero it after the update: {name}.grad.zero_()  (or {name}.grad = None)" if name
+                   else "zero the gradient after each update: w.grad.zero_()  (or w.grad = None)")
+        return self._finding(ctx, subject, d, fix, "stale-manual-update", {})
 
     @staticmethod
     def _model_of(leaf: torch.Tensor, ctx: RuleContext) -> tuple[Any, Subject] | None:
@@ -369,36 +429,17 @@ class MissingZeroGrad(Rule):
         return module, Subject(name, "module", f"{type(module).__name__}, {n} trainable parameter(s)",
                                ctx.origin(module, hit), None)
 
-    def _leaf_written(self, t: torch.Tensor, ctx: RuleContext) -> torch.Tensor | None:
-        if t.requires_grad:
-            return t if t.grad_fn is None else None
-        # `w.data -= ...`: a tensor sharing a leaf's storage, invisible to autograd. Looked up only
-        # here (no_grad writes outside optimizer.step, while recording), among the leaves the
-        # guard saw created and those already updated by hand.
-        try:
-            ptr = t.untyped_storage().data_ptr()
-        except Exception:  # storage-less tensors (meta, some subclasses)
-            return None
-        for leaf in ctx.recorded_leaf_tensors()[-MAX_ALIASES:] + self._manual():
-            if leaf.shape == t.shape and leaf.untyped_storage().data_ptr() == ptr:
-                return leaf
-        return None
-
-    def _manual(self) -> list[torch.Tensor]:
-        return [e[0]() for e in list(self.states.entries.values())
-                if e[0]() is not None and e[1].manual][:MAX_ALIASES]
-
-    def _finding(self, ctx: RuleContext, subject: Subject, site: Site, state: _GradState, fix: str,
-                 verb: str, count: str) -> Finding:
-        stepped = ctx.loc(state.stepped)
-        onto = ctx.loc(state.onto)
-        related = [Related("stepped-at", None, "step", stepped, state.stepped_iteration),
-                   Related("accumulated-by", None, "backward", onto)]
+    def _finding(self, ctx: RuleContext, subject: Subject, d: Detection, fix: str, message: str,
+                 args: dict[str, Any]) -> Finding:
+        stepped = ctx.loc(d.facts["stepped"])
+        onto = ctx.loc(d.facts["onto"])
+        related = [Related(Role.STEPPED_AT, None, "step", stepped, d.facts["stepped_iteration"]),
+                   Related(Role.ACCUMULATED_BY, None, "backward", onto)]
         if subject.kind == "optimizer" and subject.created_at is not None:
-            related.append(Related("created-at", subject.name, "optimizer", subject.created_at))
+            related.append(Related(Role.CREATED_AT, subject.name, "optimizer", subject.created_at))
         related += ctx.fix_at(onto, subject.name, "zero_grad() before this backward")
-        return self.finding(ctx, subject, ctx.loc(site), fix,
+        return self.finding(ctx, subject, ctx.loc(d.facts["site"]), fix,
                             {"stepped_line": stepped.line if stepped else "?",
-                             "backward_line": onto.line if onto else "?", "count": count, "verb": verb,
-                             "fix": fix, "name": display(subject.name, "The optimizer")},
-                            related)
+                             "backward_line": onto.line if onto else "?", "fix": fix,
+                             "name": display(subject.name, "The optimizer"), **args},
+                            related, message=message)

@@ -21,7 +21,7 @@ from ..lookup.source import (assignment_lines, attribute_assignment_lines, calle
 from .context import RuleContext, assigned_name
 from ..events import (BackwardCall, EmptyOptimizer, GradRead, GuardExit, InplaceOp, ParamGroupAdded,
                       StepCall)
-from ..model import Finding, Frame, Related, Site, SourceLoc, Subject
+from ..model import Finding, Frame, Message, Related, Role, Site, SourceLoc, Subject
 from .base import Rule, display
 from .shared.reads import read_by_user
 from .shared.modules import chain_to, is_container, smallest_holder, written_module_name
@@ -51,10 +51,11 @@ class _Group:
     used: bool = False  # a leaf's .grad was read by the user's code
     reported: bool = False
     # left out of the optimizer although it existed (how == "left-out"): the top module left out,
-    # one optimized leaf the same backward reached (which optimizer), the finding's severity
+    # one optimized leaf the same backward reached (which optimizer), and whether it is the
+    # milder story (`partly`: the one part a list of per-part parameter groups leaves out)
     module: Any = None  # weakref
     trained: Any = None  # weakref
-    severity: str | None = None
+    partly: bool = False
     existed: bool = False
     # (weakref) an optimizer that stepped with no gradient in any parameter it holds while this
     # module had gradients: the one built for it, over other parameters
@@ -133,6 +134,19 @@ def _attribute_made(file: str, path: str) -> SourceLoc | None:
     return SourceLoc.from_frame(Frame(file, lines[0], getattr(scope, "name", "<module>")))
 
 
+# the sentence of every "no optimizer holds it" message; `why` is each message's own reason
+_UNTRAINED = ("{{name}} gets gradients from the backward at line {{backward_line}} but no optimizer "
+              "holds it{why}, so it never trains. {{fix}}")
+_MEANT_WHY = (" (it is in no optimizer's parameter groups; {optimizer} steps while none of the "
+              "parameters it holds has a gradient and this module has one: it is built over other "
+              "parameters)")
+_EMPTY = ("{{optimizer}} is built from {{name}}, which has no parameters{why}: PyTorch raises "
+          "\"optimizer got an empty parameter list\" and nothing would train. {{fix}}")
+# the model an empty optimizer was built from: a role `Role` lacks (reported to the maintainers),
+# kept with its report value
+MODEL_ROLE = "model"
+
+
 class UnregisteredParameter(Rule):
     """## What it does
     Lists the leaves each backward reaches that no optimizer holds, and reports those meant to
@@ -196,11 +210,63 @@ class UnregisteredParameter(Rule):
     slug = "unregistered-parameter"
     severity = "error"
     summary = "a trainable tensor gets gradients but no optimizer holds it"
-    template = ("{name} gets gradients from the backward at line {backward_line} but no optimizer "
-                "holds it{why}, so it never trains. {fix}")
-    # an optimizer given a model without parameters (PyTorch raises right after)
-    EMPTY_TEMPLATE = ("{optimizer} is built from {name}, which has no parameters{why}: PyTorch "
-                      "raises \"optimizer got an empty parameter list\" and nothing would train. {fix}")
+    messages = (
+        # a trainable tensor no optimizer holds, by the reason model.parameters() misses it
+        Message("built-anew", "error",
+                _UNTRAINED.format(why=" (it is built anew at every call: new weights in "
+                                      "{iterations} iterations so far)"),
+                "a layer or Parameter built inside forward: new, untrained weights at every call"),
+        Message("built-while-running", "error",
+                _UNTRAINED.format(why=" (it is built while the model runs, after the optimizer)"),
+                "a layer or Parameter built while the model runs, after the optimizer was built"),
+        Message("plain-tensor-attribute", "error",
+                _UNTRAINED.format(why=" (a plain tensor attribute, not an nn.Parameter, so "
+                                      "model.parameters() skips it)"),
+                "a requires-grad tensor stored on a module without nn.Parameter"),
+        Message("tensor-in-plain-container", "error",
+                _UNTRAINED.format(why=" (it sits in a plain Python list/dict, which nn.Module does "
+                                      "not register)"),
+                "Parameters kept in a plain list/dict of a module instead of nn.ParameterList"),
+        Message("layer-in-plain-container", "error",
+                _UNTRAINED.format(why=" (its layer sits in a plain Python list/dict, which "
+                                      "nn.Module does not register)"),
+                "layers kept in a plain list/dict of a module instead of nn.ModuleList"),
+        Message("not-given", "error", _UNTRAINED.format(why=""),
+                "one tensor of a list of trainable tensors the optimizer was given only part of"),
+        Message("added-after-optimizer", "error",
+                _UNTRAINED.format(why=" (added to the model after the optimizer was built)"),
+                "a layer added to (or swapped into) the model after the optimizer was built"),
+        # a module that existed, left out of every parameter group
+        Message("left-out", "error",
+                _UNTRAINED.format(why=" (it is in none of {optimizer}'s parameter groups{existed})"),
+                "a module applied to trained activations (a head, a metric layer) that no "
+                "parameter group holds"),
+        Message("left-out-partly", "warning",
+                _UNTRAINED.format(why=" (it is in none of {optimizer}'s parameter groups{existed})"),
+                "the one part of a model that a list of per-part parameter groups leaves out"),
+        Message("optimizer-over-other-params", "error",
+                _UNTRAINED.format(why=_MEANT_WHY),
+                "a module left out while the optimizer meant for it steps with no gradient: it "
+                "was built over other parameters (a GAN's D optimizer over G)"),
+        Message("optimizer-over-other-params-partly", "warning",
+                _UNTRAINED.format(why=_MEANT_WHY),
+                "as optimizer-over-other-params, for a part that only feeds the trained one"),
+        Message("passed-over", "info",
+                _UNTRAINED.format(why=" (it required grad when {optimizer}.add_param_group"
+                                      "{added_at} added the parameters next to it, and was not "
+                                      "included)"),
+                "a module left out by an add_param_group that unfroze its neighbours (frozen "
+                "BatchNorm while fine-tuning): most likely on purpose"),
+        # an optimizer given a model without parameters (PyTorch raises right after)
+        Message("empty-layers-in-forward", "error",
+                _EMPTY.format(why=" (its forward builds {layers}, new at every call)"),
+                "an optimizer built from a model whose layers are all built inside forward"),
+        Message("empty-plain-container", "error",
+                _EMPTY.format(why=" (its layers are in the plain container {container})"),
+                "an optimizer built from a model whose layers sit in a plain list/dict"),
+        Message("empty-no-parameters", "error", _EMPTY.format(why=""),
+                "an optimizer built from a model that registers no parameters"),
+    )
     events = (ParamGroupAdded, StepCall, BackwardCall, GradRead, InplaceOp, GuardExit, EmptyOptimizer)
     # quiet: the same leaves were judged before (each is judged once)
     quiet_skip = (BackwardCall,)
@@ -271,7 +337,8 @@ class UnregisteredParameter(Rule):
         if built:
             first = built[0]
             subject = Subject(first.name, "module", type(model).__name__ + ".forward", first.loc, None)
-            why = f" (its forward builds {len(built)} layer{'s' if len(built) > 1 else ''}, new at every call)"
+            message = "empty-layers-in-forward"
+            extra = {"layers": f"{len(built)} layer{'s' if len(built) > 1 else ''}"}
             fix = (f"build the layers once in {type(model).__name__}.__init__ (self.fc = "
                    f"{built[0].name if '(' in built[0].name else 'nn.Linear(...)'}) and call them in "
                    "forward, so they are registered and trained")
@@ -281,7 +348,7 @@ class UnregisteredParameter(Rule):
             subject = ctx.subject(model, kind="module", hit=hit)
             if holders:
                 attr, names = holders[0]
-                why = f" (its layers are in the plain container {model_name}.{attr})"
+                message, extra = "empty-plain-container", {"container": f"{model_name}.{attr}"}
                 fix = f"hold them in nn.ModuleList / nn.ModuleDict: self.{attr} = nn.ModuleList(...)"
                 subject = dataclasses.replace(subject, name=f"{model_name}.{attr}")
                 loc = _attribute_made(event.site[0].file, f"{model_name}.{attr}")
@@ -289,13 +356,12 @@ class UnregisteredParameter(Rule):
                     loc = _attribute_made(subject.created_at.file, f"{model_name}.{attr}")
                 related += ctx.fix_at(loc, subject.name, "ModuleList")
             else:
-                why = ""
+                message, extra = "empty-no-parameters", {}
                 fix = f"register {model_name}'s layers as attributes in __init__ (or pass the right model)"
         opt_name = assigned_name(event.site[0]) or type(event.optimizer).__name__
-        related.append(Related("model", model_name, type(model).__name__, ctx.origin(model, hit), None))
-        args = {"name": display(model_name), "optimizer": f"`{opt_name}`", "why": why, "fix": fix}
-        return [Finding(self.code, self.slug, self.severity, args, subject, ctx.loc(event.site),
-                        ctx.iteration, True, fix, related, template=self.EMPTY_TEMPLATE)]
+        related.append(Related(MODEL_ROLE, model_name, type(model).__name__, ctx.origin(model, hit), None))
+        args = {"name": display(model_name), "optimizer": f"`{opt_name}`", "fix": fix, **extra}
+        return [self.finding(ctx, subject, ctx.loc(event.site), fix, args, related, message=message)]
 
     # ---- what existed when an optimizer was built ------------------------------------------------
     def _note_models(self, opt: Any, given: list[Any] | None = None) -> None:
@@ -506,7 +572,7 @@ class UnregisteredParameter(Rule):
             g = self.groups[key] = _Group(name, kind, how, use or event.site, event.site,
                                           ctx.iteration, summarize(v), born)
             if left is not None:
-                g.module, g.severity, g.existed = weakref.ref(left.top), left.severity, left.existed
+                g.module, g.partly, g.existed = weakref.ref(left.top), left.partly, left.existed
                 if order is not None and order.trained is not None:
                     g.trained = weakref.ref(order.trained)
         # its gradient is meant for an optimizer: one finding (this one), not also GG103's
@@ -574,16 +640,16 @@ class UnregisteredParameter(Rule):
                 # assignment itself), not the __init__ line of the layer it replaced
                 born = late[1] or late[0]
         subject = Subject(name, kind, g.summary, born, g.iteration)
-        why, fix = self._explain(g, name, ctx)
+        message, fix, extra = self._explain(g, name, ctx)
         if made_at and len(g.joined) > 1:
             attrs = ", ".join(f"self.{n.rsplit('.', 1)[-1]}" for n, _ in made_at)
             fix = (f"create {attrs} once in __init__ (self.{name.rsplit('.', 1)[-1]} = "
                    "nn.Parameter(...)) and only use them in forward, so model.parameters() "
                    "includes them")
         backward = ctx.loc(g.backward)
-        related = [Related("reached-by", None, "backward", backward, g.iteration)]
+        related = [Related(Role.REACHED_BY, None, "backward", backward, g.iteration)]
         if late is not None:
-            related.append(Related("assigned-at", name, "attached after the optimizer was built", late[0]))
+            related.append(Related(Role.ASSIGNED_AT, name, "attached after the optimizer was built", late[0]))
         if len(g.joined) > 1 or g.how == "unnamed":
             for n, loc in made_at or [(name, born)]:  # each tensor's own line moves to __init__
                 related += ctx.fix_at(loc, n, "layer built in forward")  # build it in __init__
@@ -596,8 +662,9 @@ class UnregisteredParameter(Rule):
                 made = _attribute_made(born.file, holder)
             related += ctx.fix_at(made, holder, "ModuleList")
         return self.finding(ctx, subject, ctx.loc(g.use), fix,
-                            {"backward_line": backward.line if backward else "?", "why": why,
-                             "fix": fix, "name": display(name, "A trainable tensor")}, related)
+                            {"backward_line": backward.line if backward else "?", "fix": fix,
+                             "name": display(name, "A trainable tensor"), **extra}, related,
+                            message=message)
 
     def _left_out_finding(self, ctx: RuleContext, g: _Group) -> Finding:
         """A module that existed when the optimizer was built (or whose model nothing else of is
@@ -637,34 +704,34 @@ class UnregisteredParameter(Rule):
             made = ctx.origin(top, resolve(name))
         subject = Subject(name, "module", g.summary, made or ctx.loc(g.born), g.iteration)
         what = name or "the module"
-        why = (f" (it is in none of {opt_name}'s parameter groups" +
-               (", although it existed when the optimizer was built)" if g.existed else ")"))
+        # the story: left out (or, `g.partly`, decided at the backward: the one part a list of
+        # per-part groups leaves out), the optimizer meant for it built over other parameters, or
+        # passed over on purpose by a late add_param_group
+        partly = g.partly
+        extra = {"optimizer": opt_name,
+                 "existed": ", although it existed when the optimizer was built" if g.existed else ""}
+        message = "left-out-partly" if partly else "left-out"
         if meant is not None and meant is opt:
-            why = (f" (it is in no optimizer's parameter groups; {opt_name} steps while none of "
-                   "the parameters it holds has a gradient and this module has one: it is built "
-                   "over other parameters)")
-        severity = g.severity
+            message = "optimizer-over-other-params-partly" if partly else "optimizer-over-other-params"
         passed = [self.passed_over.get(v) for v in leaves]
         if leaves and all(s is not None for s in passed):
             # left out by the add_param_group that unfroze its neighbours: most likely on purpose
             # (frozen BatchNorm during fine-tuning); its gradients are computed for nothing
-            severity = "info"
             added = ctx.loc(passed[0])
-            why = (f" (it required grad when {opt_name}.add_param_group"
-                   f"{f' at line {added.line}' if added else ''} added the parameters next to it, "
-                   "and was not included)")
+            message = "passed-over"
+            extra["added_at"] = f" at line {added.line}" if added else ""
         fix = (f"give it to the optimizer: list {what}.parameters() where {opt_name} is built, or "
                f"{opt_name}.add_param_group({{'params': {what}.parameters()}}); to leave it "
                f"untrained on purpose, freeze it: {what}.requires_grad_(False)")
         if meant is not None and meant is opt:
             fix = f"build {opt_name} over {what}.parameters()"
         backward = ctx.loc(g.backward)
-        related = [Related("reached-by", None, "backward", backward, g.iteration)]
+        related = [Related(Role.REACHED_BY, None, "backward", backward, g.iteration)]
         related += ctx.fix_at(opt_site, opt_name, "optimizer")
         return self.finding(ctx, subject, ctx.loc(g.use), fix,
-                            {"backward_line": backward.line if backward else "?", "why": why,
-                             "fix": fix, "name": display(name, "A module")}, related,
-                            severity=severity)
+                            {"backward_line": backward.line if backward else "?", "fix": fix,
+                             "name": display(name, "A module"), **extra}, related,
+                            message=message)
 
     def _optimizer_of(self, ctx: RuleContext, g: _Group) -> tuple[Any, str, Site | None]:
         """The optimizer that holds the parameters the group's backward trained: (optimizer, its
@@ -703,39 +770,41 @@ class UnregisteredParameter(Rule):
         return g.names[0], g.kind
 
     @staticmethod
-    def _explain(g: _Group, name: str | None, ctx: RuleContext) -> tuple[str, str]:
+    def _explain(g: _Group, name: str | None, ctx: RuleContext) -> tuple[str, str, dict[str, Any]]:
+        """The group's message (why model.parameters() misses it), the fix, and the message's
+        own fields."""
         opts = ctx.optimizers()
         opt = opts[0][0] if opts else "optimizer"
         what = name or "it"
         fresh = len(g.joined) > 1
         if fresh or g.how == "unnamed":
-            n = len(g.joined)
-            return ((f" (it is built anew at every call: new weights in {n} iterations so far)" if fresh
-                     else " (it is built while the model runs, after the optimizer)"),
-                    "build the layer once in __init__ (self.layer = nn.Linear(...)) and call it in "
-                    "forward, so model.parameters() includes it")
+            fix = ("build the layer once in __init__ (self.layer = nn.Linear(...)) and call it in "
+                   "forward, so model.parameters() includes it")
+            if fresh:
+                return "built-anew", fix, {"iterations": len(g.joined)}
+            return "built-while-running", fix, {}
         if g.how == "attribute":
             attr = what.rsplit(".", 1)[-1]
-            return (" (a plain tensor attribute, not an nn.Parameter, so model.parameters() skips it)",
-                    f"wrap it where the module assigns it: self.{attr} = nn.Parameter(...)")
+            return ("plain-tensor-attribute",
+                    f"wrap it where the module assigns it: self.{attr} = nn.Parameter(...)", {})
         if g.how == "container":
             holder = _container_holder(g.use[0].file, what) if g.use and name else what.split("[", 1)[0]
             attr = holder.rsplit(".", 1)[-1]
             if holder == what:
                 # the container holds the tensors themselves (`self.alpha1 = [nn.Parameter(...)]`)
-                return (" (it sits in a plain Python list/dict, which nn.Module does not register)",
-                        f"self.{attr} = nn.ParameterList(...)  (nn.ParameterDict for a dict)")
-            return (" (its layer sits in a plain Python list/dict, which nn.Module does not register)",
+                return ("tensor-in-plain-container",
+                        f"self.{attr} = nn.ParameterList(...)  (nn.ParameterDict for a dict)", {})
+            return ("layer-in-plain-container",
                     f"self.{attr} = nn.ModuleList(...)  (nn.ModuleDict for a dict, "
-                    "nn.ParameterList for tensors)")
+                    "nn.ParameterList for tensors)", {})
         if g.how == "standalone":
-            return ("", f"pass it to the optimizer too: {opt}.add_param_group({{'params': [{what}]}}), "
-                        "or list it when building the optimizer")
+            return ("not-given",
+                    f"pass it to the optimizer too: {opt}.add_param_group({{'params': [{what}]}}), "
+                    "or list it when building the optimizer", {})
         params = f"{what}.parameters()" if g.kind == "module" else f"[{what}]"
-        return (" (added to the model after the optimizer was built)",
+        return ("added-after-optimizer",
                 f"build the optimizer after the model is complete, or "
-                f"{opt}.add_param_group({{'params': {params}}})")
-
+                f"{opt}.add_param_group({{'params': {params}}})", {})
 
 
 def _optimized_sibling(v: torch.Tensor, ctx: RuleContext) -> str | None:
@@ -918,7 +987,7 @@ class _Order:
 @dataclass
 class _LeftOut:
     top: Any  # the outermost module left out (a child of the trained model, or its own model)
-    severity: str
+    partly: bool  # only feeds the trained part, the one part the parameter groups leave out
     existed: bool = False  # registered when the optimizer was built
 
 
@@ -946,7 +1015,7 @@ def _left_out(v: torch.Tensor, owner: Any, ctx: RuleContext, order: _Order) -> _
     if joins is None:
         return None
     if joins:
-        return _LeftOut(top, "error")
+        return _LeftOut(top, False)
     if par is None:
         return None
     covered = left = 0
@@ -958,4 +1027,4 @@ def _left_out(v: torch.Tensor, owner: Any, ctx: RuleContext, order: _Order) -> _
             covered += 1
         elif child is not top:
             left += 1
-    return _LeftOut(top, "warning") if covered >= 2 and left == 0 else None
+    return _LeftOut(top, True) if covered >= 2 and left == 0 else None

@@ -7,17 +7,17 @@ from typing import Any
 
 import torch
 
-from ..capture.graph import leaf_of, walk
+from ..capture.graph import leaf_of, registering_modules, walk
 from ..capture.weakmap import WeakIdMap
 from ..events import BackwardCall, StepCall, StepDone
 from ..lookup.names import resolve
 from ..lookup.origins import origin_of
 from ..lookup.assigned import assigned_target
-from ..model import Finding, Related, SourceLoc, Subject
+from ..model import Finding, Message, Related, Role, SourceLoc, Subject
 from .shared.steps import ClosureDeferral
-from .base import Rule, display
+from .base import Detection, Rule, display
 from .shared.deadgraph import GraphIndex, chain, downward, index_graph, upward
-from .context import RuleContext
+from .context import Evidence, RuleContext
 
 __all__ = ["ZeroGradient"]
 
@@ -71,8 +71,19 @@ class ZeroGradient(Rule):
     slug = "zero-gradient"
     severity = "error"
     summary = "an optimized parameter's gradient is all zeros every step: it only reaches the loss through round/floor/sign"
-    template = ("{name} gets an all-zero gradient at every step: its only path to the loss goes "
-                "through {op} at line {line}, whose derivative is zero. Fix: {fix}")
+    messages = (
+        Message("zero-every-step", "error",
+                "{name} gets an all-zero gradient at every step: its only path to the loss goes "
+                "through {op} at line {line}, whose derivative is zero. Fix: {fix}",
+                "an optimized parameter (or all of a module's) whose gradient is all zeros at every "
+                "step, behind round/floor/ceil/trunc/sign"),
+        Message("term-trains-nothing", "warning",
+                "{name} adds a term to the loss whose only path to the optimized parameters goes "
+                "through {op} at line {line}: its derivative is zero, so that term trains "
+                "nothing while the other terms do. Fix: {fix}",
+                "one term of a sum reaches the optimized parameters only through a zero-derivative "
+                "op, while the other terms train them"),
+    )
     events = (BackwardCall, StepCall, StepDone)
     # quiet: at backward it looks only while recording
     quiet_skip = (BackwardCall,)
@@ -86,23 +97,24 @@ class ZeroGradient(Rule):
         self.closures = ClosureDeferral()  # step(closure): judged at its StepDone
         self.dead_reported: set[tuple[str, int]] = set()  # lines of terms reported (_dead_terms)
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+    # ---- detect: from the backward graph and the gradients' values ------------------------------
+    def detect(self, event: Any, ev: Evidence) -> list[Detection] | None:
         if isinstance(event, BackwardCall):
-            if ctx.recording_details() and event.scan is not None:
-                self._scan(event, ctx)
-                if event.api == "backward" and ctx.any_optimized():
-                    return self._dead_terms(event, ctx)
+            if ev.recording_details() and event.scan is not None:
+                self._scan(event, ev)
+                if event.api == "backward" and ev.any_optimized():
+                    return self._dead_terms(event, ev)
             return None
         if self.closures.defer(event):
             return None
         if not len(self.behind):
             return None
-        return self._judge(event, ctx)
+        return self._judge(event)
 
-    def _scan(self, event: BackwardCall, ctx: RuleContext) -> None:
+    def _scan(self, event: BackwardCall, ev: Evidence) -> None:
         zero_nodes = [n for n in event.scan.nodes if type(n).__name__ in ZERO_DERIVATIVE]
         for n in zero_nodes[:16]:
-            st = ctx.stamp(n)
+            st = ev.stamp(n)
             info = (ZERO_DERIVATIVE[type(n).__name__], st.site if st else None,
                     st.iteration if st else None)
             w = walk([n], BELOW_WALK)
@@ -111,7 +123,7 @@ class ZeroGradient(Rule):
                 if leaf is not None and leaf not in self.behind:
                     self.behind[leaf] = info
 
-    def _dead_terms(self, event: BackwardCall, ctx: RuleContext) -> list[Finding]:
+    def _dead_terms(self, event: BackwardCall, ev: Evidence) -> list[Detection]:
         """One term of a sum whose only paths to the optimized parameters pass through a
         zero-derivative op, while the other terms train them: the parameters get a gradient (so
         the step-time check stays quiet), but none from that term (`loss + (sign(pred) - sign(y))
@@ -123,7 +135,7 @@ class ZeroGradient(Rule):
         zero = {i for i, n in enumerate(nodes) if type(n).__name__ in ZERO_DERIVATIVE}
         if not zero:
             return []
-        opt = [i for i in scan.leaf_index if ctx.is_optimized(getattr(nodes[i], "variable", None))]
+        opt = [i for i in scan.leaf_index if ev.is_optimized(getattr(nodes[i], "variable", None))]
         if not opt:
             return []
         g = index_graph(nodes)
@@ -144,48 +156,24 @@ class ZeroGradient(Rule):
                 # whose every path is cut gets an all-zero gradient, which the step-time check reports
                 if z is None or not (downward(g, z) & trained):
                     continue
-                f = self._dead_term_finding(ctx, event, nodes[i], [nodes[k] for k in chain(g, t, z)], nodes[z])
-                if f is not None:
-                    out.append(f)
+                d = self._dead_term(ev, nodes[i], [nodes[k] for k in chain(g, t, z)], nodes[z])
+                if d is not None:
+                    out.append(d)
         return out[:4]
 
-    def _dead_term_finding(self, ctx: RuleContext, event: BackwardCall, total: Any,
-                           chain: list[Any], op_node: Any) -> Finding | None:
-        st, zt = ctx.stamp(chain[0]), ctx.stamp(total)
+    def _dead_term(self, ev: Evidence, total: Any, chain: list[Any], op_node: Any) -> Detection | None:
+        """The term whose first node (`chain[0]`) was made at a line not reported yet."""
+        st = ev.stamp(chain[0])
         if st is None or not st.site:
             return None
         key = (st.site[0].file, st.site[0].line)
         if key in self.dead_reported:
             return None
         self.dead_reported.add(key)
-        # the term as written: the first value on its way down to the op that the user named
-        # apart from the sum (`penalty = ...` added by `total = loss + 0.1 * penalty`), else the
-        # sum's own target when the term is written inline (`losses = losses + torch.sum(...)`)
-        sum_w = assigned_target(zt.site) if zt and zt.site else None
-        w = None
-        for node in chain:
-            sn = ctx.stamp(node)
-            cand = assigned_target(sn.site) if sn and sn.site else None
-            if cand is not None and (sum_w is None or cand[0] != sum_w[0]):
-                w = cand
-                break
-        w = w or sum_w or assigned_target(st.site)
-        name, where = (w[0], SourceLoc.from_frame(w[1])) if w else (None, ctx.loc(st.site))
-        zt = ctx.stamp(op_node)
-        op = ZERO_DERIVATIVE[type(op_node).__name__]
-        line = zt.site[0].line if zt and zt.site else "?"
-        related = [Related("fix-at", None, op, ctx.loc(zt.site), zt.iteration)] if zt and zt.site else []
-        fix = (f"the term's gradient through `{op}` at line {line} is zero: use a smooth surrogate "
-               f"(tanh(k * x) for sign, a sigmoid for a step) or a straight-through estimator "
-               f"`x + (x.{op}() - x).detach()`")
-        subject = Subject(name, "tensor", "", where, st.iteration)
-        f = self.finding(ctx, subject, ctx.loc(event.site), fix,
-                         {"op": f"`{op}`", "line": line, "fix": fix,
-                          "name": display(name, "A term of the loss")}, related, severity="warning")
-        f.template = _TERM_TEMPLATE  # the sentence for a term, not for a parameter
-        return f
+        return Detection("term-trains-nothing", chain[0],
+                         {"total": total, "chain": chain, "op_node": op_node})
 
-    def _judge(self, event: Any, ctx: RuleContext) -> list[Finding]:
+    def _judge(self, event: Any) -> list[Detection]:
         zero = []
         for group in event.optimizer.param_groups:
             for p in group["params"]:
@@ -205,47 +193,85 @@ class ZeroGradient(Rule):
             return []
         for p in zero:
             self.reported[p] = True
-        out = []
-        groups = _group(ctx, zero)
+        groups = _group(zero)
         # one stuck layer: its first parameter as written (`model.enc.weight`), the module held-by;
         # several (the whole model behind the op): each module (`model.fc1`, `model.fc2`)
-        by_module = sum(1 for label, _, _ in groups if label is not None) > 1
-        for label, members, module in groups[:4]:
-            p = members[0]
-            op, site, it = self.behind.get(p)
-            subject = ctx.subject(p, kind="parameter")
-            held: list[Related] = []
-            if label is not None:
-                # all of a module's parameters are stuck: name the first one as written
-                # (`model.fc.weight`), dated by the line that builds the module; the module and
-                # its other parameters go in `related`
-                made = origin_of(module)
-                if by_module:
-                    subject = replace(subject, name=label, kind="module",
-                                      created_at=made or subject.created_at)
-                else:
-                    subject = replace(subject, created_at=made or subject.created_at)
-                    held = [Related("held-by", label, None, made)]
-                    for q in members[1:4]:
-                        hq = ctx.name_of(q)
-                        held.append(Related("unreachable", hq.name if hq else None, None, None))
-            if subject.created_at is None:
-                subject = replace(subject, created_at=origin_of(p))
-            line = site[0].line if site else "?"
-            fix = (f"use a straight-through estimator at line {line}: `x + (x.{op}() - x).detach()` "
-                   f"instead of `x.{op}()`, or a smooth surrogate (tanh, sigmoid) while training")
-            related = [Related("fix-at", None, op, ctx.loc(site), it)] if site else []
-            related += held
-            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"op": f"`{op}`", "line": line, "fix": fix,
-                                     "name": display(subject.name, "A parameter")}, related))
-        return out
+        by_module = sum(1 for _, _, module in groups if module is not None) > 1
+        return [Detection("zero-every-step", members[0],
+                          {"first": first, "members": members, "module": module,
+                           "by_module": by_module, "behind": self.behind.get(members[0]),
+                           "site": event.site})
+                for first, members, module in groups[:4]]
+
+    # ---- describe: names, lines, fixes ---------------------------------------------------------
+    def describe(self, d: Detection, event: Any, ctx: RuleContext) -> Finding | None:
+        if d.message == "term-trains-nothing":
+            return self._describe_term(d, event, ctx)
+        return self._describe_stuck(d, ctx)
+
+    def _describe_term(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        chain, total, op_node = d.facts["chain"], d.facts["total"], d.facts["op_node"]
+        st, zt = ctx.stamp(chain[0]), ctx.stamp(total)
+        # the term as written: the first value on its way down to the op that the user named
+        # apart from the sum (`penalty = ...` added by `total = loss + 0.1 * penalty`), else the
+        # sum's own target when the term is written inline (`losses = losses + torch.sum(...)`)
+        sum_w = assigned_target(zt.site) if zt and zt.site else None
+        w = None
+        for node in chain:
+            sn = ctx.stamp(node)
+            cand = assigned_target(sn.site) if sn and sn.site else None
+            if cand is not None and (sum_w is None or cand[0] != sum_w[0]):
+                w = cand
+                break
+        w = w or sum_w or assigned_target(st.site)
+        name, where = (w[0], SourceLoc.from_frame(w[1])) if w else (None, ctx.loc(st.site))
+        zt = ctx.stamp(op_node)
+        op = ZERO_DERIVATIVE[type(op_node).__name__]
+        line = zt.site[0].line if zt and zt.site else "?"
+        related = [Related(Role.FIX_AT, None, op, ctx.loc(zt.site), zt.iteration)] if zt and zt.site else []
+        fix = (f"the term's gradient through `{op}` at line {line} is zero: use a smooth surrogate "
+               f"(tanh(k * x) for sign, a sigmoid for a step) or a straight-through estimator "
+               f"`x + (x.{op}() - x).detach()`")
+        subject = Subject(name, "tensor", "", where, st.iteration)
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"op": f"`{op}`", "line": line, "fix": fix,
+                             "name": display(name, "A term of the loss")}, related,
+                            message="term-trains-nothing")
+
+    def _describe_stuck(self, d: Detection, ctx: RuleContext) -> Finding:
+        p, members, module = d.subject, d.facts["members"], d.facts["module"]
+        op, site, it = d.facts["behind"]
+        subject = ctx.subject(p, kind="parameter")
+        held: list[Related] = []
+        if module is not None:
+            # all of a module's parameters are stuck: name the first one as written
+            # (`model.fc.weight`), dated by the line that builds the module; the module and
+            # its other parameters go in `related`
+            label = _module_label(ctx, d.facts["first"], module)
+            made = origin_of(module)
+            if d.facts["by_module"]:
+                subject = replace(subject, name=label, kind="module",
+                                  created_at=made or subject.created_at)
+            else:
+                subject = replace(subject, created_at=made or subject.created_at)
+                held = [Related(Role.HELD_BY, label, None, made)]
+                for q in members[1:4]:
+                    hq = ctx.name_of(q)
+                    held.append(Related(Role.UNREACHABLE, hq.name if hq else None, None, None))
+        if subject.created_at is None:
+            subject = replace(subject, created_at=origin_of(p))
+        line = site[0].line if site else "?"
+        fix = (f"use a straight-through estimator at line {line}: `x + (x.{op}() - x).detach()` "
+               f"instead of `x.{op}()`, or a smooth surrogate (tanh, sigmoid) while training")
+        related = [Related(Role.FIX_AT, None, op, ctx.loc(site), it)] if site else []
+        related += held
+        return self.finding(ctx, subject, ctx.loc(d.facts["site"]), fix,
+                            {"op": f"`{op}`", "line": line, "fix": fix,
+                             "name": display(subject.name, "A parameter")}, related,
+                            message="zero-every-step")
 
 
 _SUMS = frozenset({"AddBackward0", "AddBackward1", "SubBackward0", "SubBackward1"})
-_TERM_TEMPLATE = ("{name} adds a term to the loss whose only path to the optimized parameters goes "
-                  "through {op} at line {line}: its derivative is zero, so that term trains "
-                  "nothing while the other terms do. Fix: {fix}")
 
 
 def _first_zero(g: GraphIndex, start: int, reach: set[int], live: set[int],
@@ -263,27 +289,39 @@ def _first_zero(g: GraphIndex, start: int, reach: set[int], live: set[int],
     return None
 
 
-def _group(ctx: RuleContext, params: list[torch.Tensor]) -> list[tuple[str | None, list, Any]]:
-    """A module when all its parameters are zero (`model.fc2`), else the parameters one by one."""
+def _group(params: list[torch.Tensor]) -> list[tuple[torch.Tensor, list, Any]]:
+    """(first stuck parameter, the parameters of one finding, their module or None): one module
+    when all its parameters (more than one) are zero, else the parameters one by one. The module
+    is the one that registers the parameter (capture/graph.py `registering_modules`: what refers
+    to it, whatever name reaches it), asked once per finding, never per step."""
     zero_ids = {id(p) for p in params}
-    out: list[tuple[str | None, list, Any]] = []
+    owners = registering_modules(params)
+    out: list[tuple[torch.Tensor, list, Any]] = []
     done: set[int] = set()
     for p in params:
         if id(p) in done:
             continue
-        hit = ctx.name_of(p)
-        name = hit.name if hit else None
-        if name and "." in name:
-            prefix = name.rsplit(".", 1)[0]
-            mhit = resolve(prefix)
-            mod = mhit.value if mhit is not None else None
-            if isinstance(mod, torch.nn.Module):
-                ps = list(mod.parameters())
-                if len(ps) > 1 and all(id(q) in zero_ids for q in ps):
-                    done.update(id(q) for q in ps)
-                    out.append((prefix, ps, mod))
-                    continue
+        mod = owners.get(id(p), (None, ""))[0]
+        if isinstance(mod, torch.nn.Module):
+            ps = list(mod.parameters())
+            if len(ps) > 1 and all(id(q) in zero_ids for q in ps):
+                done.update(id(q) for q in ps)
+                out.append((p, ps, mod))
+                continue
         done.add(id(p))
-        out.append((None, [p], None))
+        out.append((p, [p], None))
     return out
 
+
+def _module_label(ctx: RuleContext, p: torch.Tensor, module: torch.nn.Module) -> str | None:
+    """The module as the user reaches it: the prefix of the parameter's name (`model.fc2` for
+    `model.fc2.weight`) when that prefix holds the module, else a name that holds the module."""
+    hit = ctx.name_of(p)
+    name = hit.name if hit else None
+    if name and "." in name:
+        prefix = name.rsplit(".", 1)[0]
+        mhit = resolve(prefix)
+        if mhit is not None and mhit.value is module:
+            return prefix
+    mhit = ctx.name_of(module)
+    return mhit.name if mhit else None
