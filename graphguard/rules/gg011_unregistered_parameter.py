@@ -142,9 +142,6 @@ _MEANT_WHY = (" (it is in no optimizer's parameter groups; {optimizer} steps whi
               "parameters)")
 _EMPTY = ("{{optimizer}} is built from {{name}}, which has no parameters{why}: PyTorch raises "
           "\"optimizer got an empty parameter list\" and nothing would train. {{fix}}")
-# the model an empty optimizer was built from: a role `Role` lacks (reported to the maintainers),
-# kept with its report value
-MODEL_ROLE = "model"
 
 
 class UnregisteredParameter(Rule):
@@ -359,7 +356,7 @@ class UnregisteredParameter(Rule):
                 message, extra = "empty-no-parameters", {}
                 fix = f"register {model_name}'s layers as attributes in __init__ (or pass the right model)"
         opt_name = assigned_name(event.site[0]) or type(event.optimizer).__name__
-        related.append(Related(MODEL_ROLE, model_name, type(model).__name__, ctx.origin(model, hit), None))
+        related.append(Related(Role.MODEL, model_name, type(model).__name__, ctx.origin(model, hit), None))
         args = {"name": display(model_name), "optimizer": f"`{opt_name}`", "fix": fix, **extra}
         return [self.finding(ctx, subject, ctx.loc(event.site), fix, args, related, message=message)]
 
