@@ -155,7 +155,7 @@ class RetainGraphGrowth(Rule):
         related = [Related(Role.RETAINED_BY, None, "backward", retained, a.mark.iteration if a.mark else None)]
         if subject.created_at:
             # no Role member says "what drags the old graph in": the plain value, as before
-            related.append(Related("cause", name, None, subject.created_at, subject.created_in_iteration))
+            related.append(Related(Role.CAUSE, name, None, subject.created_at, subject.created_in_iteration))
         since = st.iteration if st else (a.mark.iteration if a.mark else "?")
         f = self.finding(ctx, subject, ctx.loc(event.site), fix,
                          {"stale": len(a.members), "since": since, "growth": _growth_text(d.facts["growth"]),
