@@ -150,6 +150,7 @@ def test_a_rank_that_skips_a_backward_is_reported_on_both_ranks_within_the_timeo
     report = json.loads((tmp_path / "graphguard-report" / "graphguard.json").read_text())
     found = by_rank(report, "GG019")
     assert set(found) == {0, 1}, out[-3000:]
+    assert {f["message_id"] for f in found.values()} == {"GG019.deadlock"}
     backward, barrier = line_of(RANKS, "loss.backward()"), line_of(RANKS, "dist.barrier()")
     assert found[0]["location"]["line"] == backward  # rank 0 waits in its 4th backward
     assert found[1]["location"]["line"] == barrier  # rank 1, one backward short, at the barrier

@@ -1,15 +1,16 @@
 """GG017 ddp-unused-parameter: a DDP module's forward left parameters without a gradient."""
 from __future__ import annotations
 
+import linecache
 import weakref
-from typing import Any
+from typing import Any, Iterator
 
 from ..capture.ddp import DdpWindow
 from ..capture.sites import is_internal_file
 from ..events import BackwardDone, DdpForward
-from ..model import Finding, Related, SourceLoc
-from .base import Rule
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, Site, SourceLoc
+from .base import Detection, Rule
+from .context import Evidence, RuleContext
 from .shared.ddp import ddp_name, describe_indices, group_related, group_subject
 
 __all__ = ["DdpUnusedParameter"]
@@ -61,38 +62,47 @@ class DdpUnusedParameter(Rule):
     slug = "ddp-unused-parameter"
     severity = "error"
     summary = "a DistributedDataParallel forward leaves parameters without a gradient (DDP's unfinished reduction)"
-    template = ("{params} received no gradient from the backward of {model}'s forward at line "
+    messages = (
+        Message("unused-parameters", "error",
+                "{params} received no gradient from the backward of {model}'s forward at line "
                 "{forward_line}; DistributedDataParallel waits for every parameter's gradient, so "
-                "this forward fails with DDP's \"Expected to have finished reduction\" error; {fix}")
+                "this forward fails with DDP's \"Expected to have finished reduction\" error; {fix}",
+                "a DDP module's backward gave some of its parameters a gradient and others none: "
+                "its next forward fails with DDP's unfinished reduction"),
+    )
     events = (DdpForward, BackwardDone)
 
     def __init__(self) -> None:
-        self.backward_at: "weakref.WeakKeyDictionary[DdpWindow, Any]" = weakref.WeakKeyDictionary()
+        # the first backward that reached each window: where the parameters were left out. Kept
+        # across events (a window is judged at the module's next forward), weakly: a window
+        # goes with its module
+        self.backward_at: "weakref.WeakKeyDictionary[DdpWindow, Site]" = weakref.WeakKeyDictionary()
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: DdpForward | BackwardDone, ev: Evidence) -> Iterator[Detection]:
         if isinstance(event, BackwardDone):
-            for w in ctx.ddp_windows():
+            for w in ev.ddp_windows():
                 if w.expects and w.reached():
                     self.backward_at.setdefault(w, event.call.site)  # the first one that reached it
-            return None
+            return
         w = event.window
         if w is None or not w.expects:
-            return None
-        reached = w.reached()
+            return  # no forward before, grad off, no_sync(), find_unused_parameters, static_graph
         missing = w.missing()
-        if not reached or not missing:  # a clean iteration, or one whose backward never ran
-            return None
-        return [self._finding(ctx, event, w, missing)]
+        if not w.reached() or not missing:  # a clean iteration, or one whose backward never ran
+            return
+        yield Detection("unused-parameters", w, {"missing": missing, "backward": self.backward_at.get(w)})
 
-    def _finding(self, ctx: RuleContext, event: DdpForward, w: DdpWindow, missing: list[int]) -> Finding:
+    def describe(self, d: Detection, event: DdpForward, ctx: RuleContext) -> Finding:
+        w: DdpWindow = d.subject
+        missing: list[int] = d.facts["missing"]
         owner = ddp_name(ctx, w)
         subject = group_subject(ctx, w, missing, owner)
         model = owner or "the DDP module"
         forward_at = ctx.loc(w.site)
-        related: list[Related] = [Related("forward-at", model, "forward", forward_at, w.iteration)]
-        backward = self.backward_at.get(w)
+        related: list[Related] = [Related(Role.FORWARD_AT, model, "forward", forward_at, w.iteration)]
+        backward = d.facts["backward"]
         if backward is not None:
-            related.append(Related("backward-at", None, "backward", ctx.loc(backward), w.iteration))
+            related.append(Related(Role.BACKWARD_AT, None, "backward", ctx.loc(backward), w.iteration))
         related += group_related(ctx, w, missing, owner)
         inner_forward = _inner_forward(w)
         fix = ("call the layer in forward so the loss uses it, leave it out of the model (or "
@@ -108,11 +118,13 @@ class DdpUnusedParameter(Rule):
         args = {"params": describe_indices(w, missing, owner), "model": f"`{model}`" if owner else model,
                 "forward_line": forward_at.line if forward_at else "?", "fix": fix,
                 "indices": " ".join(str(i) for i in missing)}
-        return self.finding(ctx, subject, ctx.loc(event.site), fix, args, related)
+        return self.finding(ctx, subject, ctx.loc(event.site), fix, args, related,
+                            message="unused-parameters")
 
 
 def _inner_forward(w: DdpWindow) -> SourceLoc | None:
-    """The `def forward` of the module DDP wraps: where a layer the forward leaves out is called."""
+    """The `def forward` of the module DDP wraps: where a layer the forward leaves out is called.
+    Wording only (a fix-at line), so it may read the source."""
     module = w.module()
     inner = getattr(module, "module", None)
     fn = getattr(type(inner), "forward", None)
@@ -120,10 +132,4 @@ def _inner_forward(w: DdpWindow) -> SourceLoc | None:
     if code is None or is_internal_file(code.co_filename):
         return None  # a trainer's wrapper (Lightning's): not where the user's fix goes
     return SourceLoc(code.co_filename, code.co_firstlineno, "forward",
-                     _line(code.co_filename, code.co_firstlineno))
-
-
-def _line(file: str, line: int) -> str:
-    import linecache
-
-    return linecache.getline(file, line).strip()
+                     linecache.getline(code.co_filename, code.co_firstlineno).strip())

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Iterator
 
 from ..capture.ddp import DdpWindow
 from ..events import BackwardCall, BackwardDone
-from ..model import Finding, Related, Subject
-from .base import Rule
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, Site, Subject
+from .base import Detection, Rule
+from .context import Evidence, RuleContext
 from .shared.ddp import ddp_name, describe_indices, group_related, group_subject
 
 __all__ = ["DdpBackwardTwice"]
@@ -52,37 +52,44 @@ class DdpBackwardTwice(Rule):
     slug = "ddp-backward-twice"
     severity = "error"
     summary = "a second backward through one DistributedDataParallel forward: its gradients are never all-reduced"
-    template = ("this backward reaches {params}, which already received their gradients from the "
+    messages = (
+        Message("second-backward", "error",
+                "this backward reaches {params}, which already received their gradients from the "
                 "backward at line {first_line} through {model}'s forward at line {forward_line}; "
                 "DistributedDataParallel all-reduces once per forward, so these gradients stay "
-                "local to each rank and the replicas drift apart; {fix}")
+                "local to each rank and the replicas drift apart; {fix}",
+                "a backward reaches parameters of a DDP module that an earlier backward through "
+                "the same forward already gave gradients: they are never all-reduced"),
+    )
     events = (BackwardCall, BackwardDone)
 
     def __init__(self) -> None:
-        self.first: "weakref.WeakKeyDictionary[DdpWindow, Any]" = weakref.WeakKeyDictionary()
+        # the first backward that gave each window gradients (kept across events, weakly: a
+        # window goes with its module)
+        self.first: "weakref.WeakKeyDictionary[DdpWindow, Site]" = weakref.WeakKeyDictionary()
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
-        windows = [w for w in ctx.ddp_windows() if w.sync]
+    def detect(self, event: BackwardCall | BackwardDone, ev: Evidence) -> Iterator[Detection]:
+        windows = [w for w in ev.ddp_windows() if w.sync]
         if not windows:
-            return None
+            return
         if isinstance(event, BackwardDone):
             for w in windows:
                 if w.reached():
                     self.first.setdefault(w, event.call.site)
-            return None
+            return
         if event.api != "backward" or event.scan is None:
-            return None  # autograd.grad writes no .grad: the reducer never sees it
+            return  # autograd.grad writes no .grad: the reducer never sees it
         reaches = {id(t) for t in event.scan.leaves}
         if event.inputs:
             reaches &= {id(t) for t in event.inputs}
-        out = []
         for w in windows:
             again = sorted(i for i in w.reached() if id(w.param(i)) in reaches)
             if again:
-                out.append(self._finding(ctx, event, w, again))
-        return out
+                yield Detection("second-backward", w, {"again": again, "first": self.first.get(w)})
 
-    def _finding(self, ctx: RuleContext, event: BackwardCall, w: DdpWindow, again: list[int]) -> Finding:
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        w: DdpWindow = d.subject
+        again: list[int] = d.facts["again"]
         owner = ddp_name(ctx, w)
         model = owner or "the DDP module"
         if len(again) == len(w.names):  # every parameter: the module itself is the subject
@@ -92,15 +99,16 @@ class DdpBackwardTwice(Rule):
         else:
             subject = group_subject(ctx, w, again, owner)
         forward_at = ctx.loc(w.site)
-        first = self.first.get(w)
+        first = d.facts["first"]
         first_at = ctx.loc(first) if first is not None else None
-        related: list[Related] = [Related("forward-at", model, "forward", forward_at, w.iteration)]
+        related: list[Related] = [Related(Role.FORWARD_AT, model, "forward", forward_at, w.iteration)]
         fix = "sum the losses and call backward once, or run a forward for each backward"
         if first_at is not None:
-            related.append(Related("backward-at", None, "first backward", first_at, w.iteration))
+            related.append(Related(Role.BACKWARD_AT, None, "first backward", first_at, w.iteration))
             related += ctx.fix_at(first_at, None, "one backward of the summed losses")
         related += group_related(ctx, w, again, owner)
         args = {"params": describe_indices(w, again, owner), "model": f"`{model}`" if owner else model,
                 "first_line": first_at.line if first_at else "?",
                 "forward_line": forward_at.line if forward_at else "?", "fix": fix}
-        return self.finding(ctx, subject, ctx.loc(event.site), fix, args, related)
+        return self.finding(ctx, subject, ctx.loc(event.site), fix, args, related,
+                            message="second-backward")

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import linecache
-from typing import Any
+from typing import Iterator
 
 from ..capture.ranks import RankCall, RankState
 from ..events import RanksStalled
-from ..model import Finding, Related, SourceLoc, Subject
-from .base import Rule
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role, SourceLoc, Subject
+from .base import Detection, Rule
+from .context import Evidence, RuleContext
 
 __all__ = ["RanksDiverged"]
 
@@ -59,28 +59,39 @@ class RanksDiverged(Rule):
     slug = "ranks-diverged"
     severity = "error"
     summary = "the ranks stopped making the same collective calls: each waits for the others for ever"
-    template = ("rank {rank} has waited {waited} s in {call}; {others}; the ranks' collective calls "
-                "part at their {part} call, so none of them can go on and the run would hang; {fix}")
+    messages = (
+        Message("deadlock", "error",
+                "rank {rank} has waited {waited} s in {call}; {others}; the ranks' collective calls "
+                "part at their {part} call, so none of them can go on and the run would hang; {fix}",
+                "every rank waits in a collective call or has finished, not all in the same one: "
+                "none can go on"),
+    )
     events = (RanksStalled,)
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: RanksStalled, ev: Evidence) -> Iterator[Detection]:
+        # capture/ranks.py raised the event only once every rank's account showed none can go on:
+        # the decision is made there, from the ranks' recorded calls
         me: RankState = event.me
         if me.current is None:
-            return None
+            return
+        yield Detection("deadlock", me, {"part": _parting(event.ranks)})
+
+    def describe(self, d: Detection, event: RanksStalled, ctx: RuleContext) -> Finding:
+        me: RankState = d.subject
         others = [s for s in event.ranks if s.rank != me.rank]
         related: list[Related] = []
         for s in [me] + others:
             who = f"rank {s.rank}"
             if s.current is not None and s is not me:
-                related.append(Related("waits-at", who, s.current.kind, _loc(s.current)))
+                related.append(Related(Role.WAITS_AT, who, s.current.kind, _loc(s.current)))
             if s.last_backward is not None:
-                related.append(Related("last-backward", who, "backward", _loc(s.last_backward)))
+                related.append(Related(Role.LAST_BACKWARD, who, "backward", _loc(s.last_backward)))
             if s.last_step is not None:
-                related.append(Related("last-step", who, "step", _loc(s.last_step)))
-        part = _parting(event.ranks)
+                related.append(Related(Role.LAST_STEP, who, "step", _loc(s.last_step)))
+        part = d.facts["part"]
         if part is not None:
             for s, call in part[1]:
-                related.append(Related("diverges-at", f"rank {s.rank}", call.kind if call else "nothing",
+                related.append(Related(Role.DIVERGES_AT, f"rank {s.rank}", call.kind if call else "nothing",
                                        _loc(call) if call else None))
         fix = ("make every rank take the same collective calls in the same order: decide skips and "
                "early exits together (all-reduce a flag first), give every rank the same number of "
@@ -93,7 +104,7 @@ class RanksDiverged(Rule):
                 "part": _nth(part[0] + 1) if part is not None else "last",
                 "fix": fix}
         loc = ctx.loc(event.site) or _loc(me.current)
-        return [self.finding(ctx, subject, loc, fix, args, related)]
+        return self.finding(ctx, subject, loc, fix, args, related, message="deadlock")
 
 
 def _parting(states: list[RankState]) -> tuple[int, list[tuple[RankState, RankCall | None]]] | None:
@@ -132,6 +143,7 @@ def _call(c: RankCall | None) -> str:
 
 
 def _loc(c: RankCall | None) -> SourceLoc | None:
+    """Where a rank made a call, with its source line: describe only (the line is wording)."""
     if c is None or not c.file:
         return None
     return SourceLoc(c.file, c.line, c.function, linecache.getline(c.file, c.line).strip())

@@ -1,12 +1,13 @@
 """GG020 no-sync-never-reduced: an optimizer steps on gradients that no_sync() kept local to each rank."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Iterator
 
+from ..capture.ddp import DdpWindow
 from ..events import StepCall
-from ..model import Finding, Related
-from .base import Rule
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role
+from .base import Detection, Rule
+from .context import Evidence, RuleContext
 from .shared.ddp import ddp_name, module_subject, optimizes
 
 __all__ = ["NoSyncNeverReduced"]
@@ -54,26 +55,34 @@ class NoSyncNeverReduced(Rule):
     slug = "no-sync-never-reduced"
     severity = "error"
     summary = "an optimizer steps on gradients that DDP's no_sync() kept local to each rank: they are never all-reduced"
-    template = ("this step uses the gradients of {model} from the backward of its forward at line "
+    messages = (
+        Message("local-gradients", "error",
+                "this step uses the gradients of {model} from the backward of its forward at line "
                 "{forward_line}, which ran inside no_sync(): they were never all-reduced, so every "
-                "rank steps on its own gradients and the replicas drift apart; {fix}")
+                "rank steps on its own gradients and the replicas drift apart; {fix}",
+                "an optimizer steps on gradients of a DDP module whose latest forward ran inside "
+                "no_sync(), with no all-reduce since"),
+    )
     events = (StepCall,)
     # a step-level check of silent misuse: a misuse repeated every step is seen at a judged one
     skim_skip = (StepCall,)
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
-        out = []
-        for w in ctx.ddp_windows():
+    def detect(self, event: StepCall, ev: Evidence) -> Iterator[Detection]:
+        for w in ev.ddp_windows():
             if w.sync or not w.reached() or not optimizes(event.optimizer, w):
                 continue
-            if ctx.collective_calls() > w.calls_at_grad:
+            if ev.collective_calls() > w.calls_at_grad:
                 continue  # the program reduced by hand after the backward
-            owner = ddp_name(ctx, w)
-            model = f"`{owner}`" if owner else "the DDP module"
-            forward_at = ctx.loc(w.site)
-            fix = "run the last micro-batch's forward and backward outside no_sync(), which all-reduces the accumulated sum"
-            related = [Related("forward-at", owner, "forward inside no_sync()", forward_at, w.iteration)]
-            related += ctx.fix_at(forward_at, owner, "the last micro-batch outside no_sync()")
-            args = {"model": model, "forward_line": forward_at.line if forward_at else "?", "fix": fix}
-            out.append(self.finding(ctx, module_subject(ctx, w, owner), ctx.loc(event.site), fix, args, related))
-        return out
+            yield Detection("local-gradients", w)
+
+    def describe(self, d: Detection, event: StepCall, ctx: RuleContext) -> Finding:
+        w: DdpWindow = d.subject
+        owner = ddp_name(ctx, w)
+        model = f"`{owner}`" if owner else "the DDP module"
+        forward_at = ctx.loc(w.site)
+        fix = "run the last micro-batch's forward and backward outside no_sync(), which all-reduces the accumulated sum"
+        related = [Related(Role.FORWARD_AT, owner, "forward inside no_sync()", forward_at, w.iteration)]
+        related += ctx.fix_at(forward_at, owner, "the last micro-batch outside no_sync()")
+        args = {"model": model, "forward_line": forward_at.line if forward_at else "?", "fix": fix}
+        return self.finding(ctx, module_subject(ctx, w, owner), ctx.loc(event.site), fix, args, related,
+                            message="local-gradients")

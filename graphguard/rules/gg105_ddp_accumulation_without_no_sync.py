@@ -1,12 +1,13 @@
 """GG105 ddp-accumulation-without-no-sync: gradient accumulation under DDP that all-reduces every micro-step."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Iterator
 
+from ..capture.ddp import DdpWindow
 from ..events import StepCall
-from ..model import Finding, Related
-from .base import Rule
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role
+from .base import Detection, Rule
+from .context import Evidence, RuleContext
 from .shared.ddp import ddp_name, module_subject, optimizes
 
 __all__ = ["DdpAccumulationWithoutNoSync"]
@@ -51,25 +52,33 @@ class DdpAccumulationWithoutNoSync(Rule):
     slug = "ddp-accumulation-without-no-sync"
     severity = "warning"
     summary = "gradient accumulation under DDP without no_sync(): every micro-step all-reduces the gradients"
-    template = ("{model} gave gradients from {count} forwards outside no_sync() since the last step "
+    messages = (
+        Message("reduced-every-micro-step", "warning",
+                "{model} gave gradients from {count} forwards outside no_sync() since the last step "
                 "(the latest at line {forward_line}), so they were all-reduced {count} times where "
-                "once would do; the result is right, the communication is {count}x; {fix}")
+                "once would do; the result is right, the communication is {count}x; {fix}",
+                "two or more synced DDP forwards gave gradients before one optimizer step: each "
+                "micro-step paid a full all-reduce"),
+    )
     events = (StepCall,)
     skim_skip = (StepCall,)
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
-        out = []
-        for windows in ctx.ddp_reduced_windows():
+    def detect(self, event: StepCall, ev: Evidence) -> Iterator[Detection]:
+        for windows in ev.ddp_reduced_windows():
             if len(windows) < 2 or not optimizes(event.optimizer, windows[-1]):
                 continue
-            w = windows[-1]
-            owner = ddp_name(ctx, w)
-            model = f"`{owner}`" if owner else "the DDP module"
-            first_at, forward_at = ctx.loc(windows[0].site), ctx.loc(w.site)
-            fix = "run every micro-step but the last inside model.no_sync()"
-            related = [Related("forward-at", owner, "forward", forward_at, w.iteration)]
-            related += ctx.fix_at(first_at, owner, "with model.no_sync(): for all but the last micro-step")
-            args = {"model": model, "count": len(windows), "forward_line": forward_at.line if forward_at else "?",
-                    "fix": fix}
-            out.append(self.finding(ctx, module_subject(ctx, w, owner), ctx.loc(event.site), fix, args, related))
-        return out
+            yield Detection("reduced-every-micro-step", windows[-1], {"windows": windows})
+
+    def describe(self, d: Detection, event: StepCall, ctx: RuleContext) -> Finding:
+        windows: list[DdpWindow] = d.facts["windows"]
+        w: DdpWindow = d.subject
+        owner = ddp_name(ctx, w)
+        model = f"`{owner}`" if owner else "the DDP module"
+        first_at, forward_at = ctx.loc(windows[0].site), ctx.loc(w.site)
+        fix = "run every micro-step but the last inside model.no_sync()"
+        related = [Related(Role.FORWARD_AT, owner, "forward", forward_at, w.iteration)]
+        related += ctx.fix_at(first_at, owner, "with model.no_sync(): for all but the last micro-step")
+        args = {"model": model, "count": len(windows), "forward_line": forward_at.line if forward_at else "?",
+                "fix": fix}
+        return self.finding(ctx, module_subject(ctx, w, owner), ctx.loc(event.site), fix, args, related,
+                            message="reduced-every-micro-step")

@@ -2,11 +2,12 @@
 graphguard cannot look inside."""
 from __future__ import annotations
 
+from typing import Iterator
 
 from ..events import BackwardCall
-from ..model import Finding
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["CompiledCode"]
 
@@ -50,9 +51,14 @@ class CompiledCode(Rule):
     slug = "compiled-code"
     severity = "info"
     summary = "part of the graph comes from torch.compile'd code, whose ops graphguard cannot see"
-    template = ("{name} comes from torch.compile'd code: graphguard checks backward and optimizer "
+    messages = (
+        Message("compiled-region", "info",
+                "{name} comes from torch.compile'd code: graphguard checks backward and optimizer "
                 "steps around it, but not the ops inside (their lines, cuts, in-place changes, loss "
-                "calls). {fix}")
+                "calls). {fix}",
+                "a backward's graph goes through a torch.compile'd region (CompiledFunctionBackward), "
+                "whose ops are not seen"),
+    )
     events = (BackwardCall,)
     # quiet: the same node types were judged before
     quiet_skip = (BackwardCall,)
@@ -60,16 +66,20 @@ class CompiledCode(Rule):
     def __init__(self) -> None:
         self.reported = False  # once per guard: the point is made by the first one
 
-    def check(self, event: BackwardCall, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: BackwardCall, ev: Evidence) -> Iterator[Detection]:
         if self.reported or event.scan is None:
-            return None
+            return
         node = next((n for n in event.scan.nodes if type(n).__name__ == _COMPILED_NODE), None)
         if node is None:
-            return None
+            return
         self.reported = True
-        hit = ctx.name_of_node(node)
+        yield Detection("compiled-region", node)
+
+    def describe(self, d: Detection, event: BackwardCall, ctx: RuleContext) -> Finding:
+        hit = ctx.name_of_node(d.subject)
         subject = ctx.subject(hit.value if hit else None, hit=hit)
         fix = ("To check the compiled part too, run a few iterations without torch.compile "
                "(or with backend=\"eager\") under graphguard.")
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"fix": fix, "name": display(subject.name, "A tensor of this backward")})]
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"fix": fix, "name": display(subject.name, "A tensor of this backward")},
+                            message="compiled-region")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...capture.ddp import DdpWindow
 from ...lookup.origins import origin_along
-from ...model import Related, SourceLoc, Subject
+from ...model import Related, Role, SourceLoc, Subject
 from ..context import RuleContext
 
 __all__ = ["ParamGroup", "groups_of", "ddp_name", "group_subject", "group_related", "module_subject", "optimizes"]
@@ -100,7 +100,7 @@ def group_related(ctx: RuleContext, window: DdpWindow, indices: list[int], owner
         name = _full(owner, g.path)
         if owner is None and (found := in_user_class(window, g.path)) is not None:
             name, made = found[0], made or found[1]
-        out.append(Related("made-at", name or g.path, "layer", made))
+        out.append(Related(Role.MADE_AT, name or g.path, "layer", made))
     return out
 
 
