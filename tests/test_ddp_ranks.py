@@ -138,7 +138,7 @@ def test_clean_twins_are_silent_and_train_bit_identically(tmp_path, variant):
 
 
 def test_a_rank_that_skips_a_backward_hangs_plain_torchrun(tmp_path):
-    rc, out, secs = launch(str(RANKS), "skip", cwd=tmp_path, limit=25)
+    rc, out, secs = launch(str(RANKS), "skip", cwd=tmp_path, limit=45)  # a hang: killed at the limit (45 s: the ranks start slowly on a loaded machine)
     assert rc is None, f"expected a hang, got status {rc}:\n{out[-2000:]}"
     assert "rank 1 done" in out and "rank 0 done" not in out
 
@@ -212,7 +212,14 @@ def test_hf_trainer_under_torchrun_gives_one_report_for_both_ranks(tmp_path, var
     assert {p["rank"] for p in report["processes"]} == {0, 1}, report.get("processes")
     if variant == "default":  # the Trainer builds DDP with find_unused_parameters=True: correct
         assert rc == 0, text[-3000:]
-        assert report["findings"] == []
+        # nothing alarms; the head that never trains is told, as information, on each rank, by
+        # name and line (the Trainer holds the model: found through it)
+        assert all(f["severity"] == "info" for f in report["findings"]), report["findings"]
+        told = by_rank(report, "GG008")
+        assert set(told) == {0, 1}
+        for f in told.values():
+            assert f["subject"]["name"].endswith("aux_head")
+            assert f["subject"]["created_at"]["line"] == line_of(HF, "self.aux_head = nn.Linear")
         return
     assert rc not in (0, None)
     assert "Parameter indices which did not receive grad" not in text  # stopped before DDP's error
