@@ -138,7 +138,8 @@ def test_clean_twins_are_silent_and_train_bit_identically(tmp_path, variant):
 
 
 def test_a_rank_that_skips_a_backward_hangs_plain_torchrun(tmp_path):
-    rc, out, secs = launch(str(RANKS), "skip", cwd=tmp_path, limit=45)  # a hang: killed at the limit (45 s: the ranks start slowly on a loaded machine)
+    # a hang: killed at the limit (45 s: the ranks start slowly on a loaded machine)
+    rc, out, secs = launch(str(RANKS), "skip", cwd=tmp_path, limit=45)
     assert rc is None, f"expected a hang, got status {rc}:\n{out[-2000:]}"
     assert "rank 1 done" in out and "rank 0 done" not in out
 
