@@ -15,7 +15,7 @@ from ..events import BackwardDone, GradRead, GuardExit, ParamGroupAdded, StepCal
 from ..lookup.layers import attribute_reads_in_forward
 from ..lookup.names import resolve
 from ..lookup.origins import origin_of
-from ..model import Finding, Related, SourceLoc
+from ..model import Finding, Message, Related, Role, SourceLoc
 from .shared.cuts import cut_related, cut_snapshot, describe_op, fix_for_cut
 from .shared.nograd import switch_of_cuts
 from .shared.modules import is_container
@@ -92,7 +92,78 @@ class ParamWithoutGrad(Rule):
     slug = "param-without-grad"
     severity = "error"
     summary = "an optimized parameter got no gradient: its path to the loss was cut or never made"
-    template = "{name} is optimized but received no gradient: {why}. Fix: {fix}"
+    # NOTE [GG008 stories]: each story a step (or a `.grad` read) can tell is a message; the
+    # severity is the message's: an optimizer none of whose parameters ever reaches a graph is an
+    # error, one module of it left out a warning, a layer whose output is computed and left
+    # unused (or that DDP was told may be unused) information.
+    messages = (
+        Message("cut-by-op", "error",
+                "{name} is optimized but received no gradient: its path to the loss is cut by {op} at line {line}. Fix: {fix}",
+                "at a step, a parameter without gradient whose path to the loss a recorded op cut "
+                "(a comparison, argmax, round, .detach(), .item(), a copy, torch.no_grad())"),
+        Message("wrong-optimizer", "error",
+                "{name} is optimized but received no gradient: the backward before this step of {opt} reaches none of the "
+                "parameters it holds ({op} at line {line} cuts {cut_name} off), but trains "
+                "{other}, which no optimizer holds: {opt} is built over the wrong parameters. "
+                "Fix: {fix}",
+                "an optimizer whose parameters another optimizer holds too, stepped after a "
+                "backward that trained parameters no optimizer holds (a GAN's optimizer built "
+                "over the generator again)"),
+        Message("read-none-frozen", "error",
+                "{name} is optimized but received no gradient: it is frozen (requires_grad=False) but the optimizer holds it, so "
+                "its .grad is None where the step reads it. Fix: {fix}",
+                "the program fails on the .grad, read as None, of a frozen parameter an "
+                "optimizer holds"),
+        Message("read-none-cut", "error",
+                "{name} is optimized but received no gradient: its path to the loss is cut by {op} at line {line}, so its .grad "
+                "is None where the program reads it. Fix: {fix}",
+                "the program fails on the .grad, read as None, of an optimized parameter whose "
+                "path to the loss a recorded op cut"),
+        Message("read-none-unreached", "error",
+                "{name} is optimized but received no gradient: the last backward did not reach it, so its .grad is None where the "
+                "program reads it: its only path to the loss goes through an op with no gradient "
+                "(integer indices of max/sort/topk, a comparison), or the forward does not use it. "
+                "Fix: {fix}",
+                "the program fails on the .grad, read as None, of an optimized parameter the last "
+                "backward did not reach"),
+        Message("optimizer-unreached", "error",
+                "{name} is optimized but received no gradient: none of the parameters {opt} holds reached the graph of any "
+                "backward (the optimizer was built over another model instance, or over a layer "
+                "replaced after it was built). Fix: {fix}",
+                "no parameter an optimizer holds ever reaches the graph of a backward"),
+        Message("never-called", "warning",
+                "{name} is optimized but received no gradient: it never reached the graph of a backward at {steps} steps while the "
+                "other parameters did: the forward pass does not use it (a module never called, "
+                "or replaced after the optimizer was built). Fix: {fix}",
+                "some parameters of an optimizer never reach a graph while the others do: a "
+                "module the forward does not call"),
+        Message("unused-in-module", "warning",
+                "{name} is optimized but received no gradient: it never reached the graph of a backward at {steps} steps while the "
+                "other parameters of {module} did: its forward does not use it, or uses its value "
+                "without history (`.data`, `.detach()`, a copy). Fix: {fix}",
+                "one parameter of a module whose other parameters train never reaches a graph"),
+        Message("output-unused", "info",
+                "{name} is optimized but received no gradient: it never reached the graph of a backward at {steps} steps while the "
+                "other parameters did: the forward computes with it, but that output never "
+                "reaches the loss. Fix: {fix}",
+                "the forward reads a parameter but what it computes never reaches a loss (a "
+                "pooler, an extra head)"),
+        Message("ddp-unused", "info",
+                "{name} is optimized but received no gradient: it never reached the graph of a backward at {steps} steps; the "
+                "DistributedDataParallel module that holds it was built with "
+                "find_unused_parameters=True or static_graph=True, which allow that. Fix: {fix}",
+                "a parameter that never reaches a graph, held by a DDP module told that some may not"),
+        Message("frozen-after-optimizer", "info",
+                "{name} is optimized but received no gradient: requires_grad was switched off after {opt} was built: {opt} still "
+                "holds it, and it gets no gradient. Fix: {fix}",
+                "parameters frozen after the optimizer was built over them"),
+        Message("idle-step", "warning",
+                "{name} is optimized but received no gradient: every parameter {opt} holds has requires_grad=False at this step, "
+                "though {opt} updated them at earlier steps: the backward before it gave them no "
+                "gradient, and this step changes nothing (a requires_grad(..., False) toggle still "
+                "on from another part of the iteration). Fix: {fix}",
+                "a step of an optimizer all of whose parameters are frozen now, after a backward"),
+    )
     events = (StepCall, StepDone, BackwardDone, ParamGroupAdded, GradRead, GuardExit)
     # a parameter left without gradient trains silently: judging a sample of the steps is enough,
     # and a skimmed iteration skips its backwards and its step alike (NOTE [skimmed iterations])
@@ -322,31 +393,28 @@ class ParamWithoutGrad(Rule):
                     and p is not None and any(q is p for g in o.param_groups for q in g["params"])), None)
         made = _built_at(self.opt_sites.get(opt)) if opt is not None else None
         cuts = self._cuts(ctx, p, self.window_start) if p is not None and p.requires_grad else []
+        args: dict[str, Any] = {}
         if p is not None and not p.requires_grad:
-            why = ("it is frozen (requires_grad=False) but the optimizer holds it, so its .grad is "
-                   "None where the step reads it")
+            message = "read-none-frozen"
             fix = ("give the optimizer only the trainable parameters: "
                    "filter(lambda p: p.requires_grad, model.parameters()), or skip parameters whose "
                    ".grad is None in the step")
         elif cuts:
-            line = cuts[0].site[0].line if cuts[0].site else "?"
-            why = (f"its path to the loss is cut by {describe_op(cuts[0])} at line {line}, so its "
-                   ".grad is None where the program reads it")
+            message = "read-none-cut"
+            args = {"op": describe_op(cuts[0]), "line": cuts[0].site[0].line if cuts[0].site else "?"}
         else:
-            why = ("the last backward did not reach it, so its .grad is None where the program "
-                   "reads it: its only path to the loss goes through an op with no gradient "
-                   "(integer indices of max/sort/topk, a comparison), or the forward does not use it")
+            message = "read-none-unreached"
         if p is None or p.requires_grad:
             fix = (f"keep {name or 'the parameter'} on a differentiable path to the loss (use the "
                    "values, not the indices; a soft selection), or skip parameters whose .grad is None")
         related = cut_related(ctx, cuts)
         if cuts and cuts[0].site:
-            related.append(Related("fix-at", None, describe_op(cuts[0]), ctx.loc(cuts[0].site)))
+            related.append(Related(Role.FIX_AT, None, describe_op(cuts[0]), ctx.loc(cuts[0].site)))
         elif made is not None:
-            related.append(Related("fix-at", None, "optimizer", made))
-        return [self.finding(ctx, subject, ctx.loc(site), fix,
-                             {"why": why, "fix": fix, "name": display(name, "A parameter")},
-                             related, before_crash=before_crash)]
+            related.append(Related(Role.FIX_AT, None, "optimizer", made))
+        args.update({"fix": fix, "name": display(name, "A parameter")})
+        return [self.finding(ctx, subject, ctx.loc(site), fix, args, related,
+                             before_crash=before_crash, message=message)]
 
     def _by_cut_module(self, ctx: RuleContext, cut: list[tuple[torch.Tensor, list]]
                        ) -> list[tuple[list[torch.Tensor], list]]:
@@ -385,8 +453,8 @@ class ParamWithoutGrad(Rule):
                 out.extend(groups)
         return out
 
-    def _cut_finding(self, ctx: RuleContext, event: Any, params: list[torch.Tensor], cuts: list,
-                     read: bool = False) -> Finding:
+    def _cut_finding(self, ctx: RuleContext, event: Any, params: list[torch.Tensor],
+                     cuts: list) -> Finding:
         p = params[0]
         subject = ctx.subject(p, kind="parameter")
         if len(params) > 1 and subject.name:
@@ -425,34 +493,30 @@ class ParamWithoutGrad(Rule):
         first = cuts[0]
         fix = fix_for_cut(first, name or "the parameter")
         line = first.site[0].line if first.site else "?"
-        why = f"its path to the loss is cut by {describe_op(first)} at line {line}"
+        message = "cut-by-op"
+        args: dict[str, Any] = {}
         related = cut_related(ctx, cuts)
-        wrong = None if read else self._trains_unheld(ctx, event.optimizer)
+        wrong = self._trains_unheld(ctx, event.optimizer)
         if wrong is not None:
             # The backward before this step reaches none of what the optimizer holds, and trains
             # a model no optimizer holds (a GAN's second optimizer built over the generator
             # again): the cut is the program's own (the D step's fake.detach()), the
             # optimizer's construction is what to fix.
             other, opt_name, built = wrong
-            why = (f"the backward before this step of {opt_name} reaches none of the parameters it "
-                   f"holds ({describe_op(first)} at line {line} cuts {name or 'them'} off), but trains "
-                   f"{other}, which no optimizer holds: {opt_name} is built over the wrong parameters")
+            message = "wrong-optimizer"
+            args = {"opt": opt_name, "cut_name": name or "them", "other": other}
             fix = f"build {opt_name} over {other}.parameters()"
             related = ctx.fix_at(built, opt_name, "optimizer") + related
         elif first.site:
-            related.append(Related("fix-at", None, describe_op(first), ctx.loc(first.site), first.iteration))
-        related += [Related("no-gradient", ctx.name_of(q).name if ctx.name_of(q) else None, None,
+            related.append(Related(Role.FIX_AT, None, describe_op(first), ctx.loc(first.site), first.iteration))
+        related += [Related(Role.NO_GRADIENT, ctx.name_of(q).name if ctx.name_of(q) else None, None,
                             ctx.subject(q).created_at) for q in params[1:4]]
-        when = " (read as None after the backward)" if read else ""
+        args.update({"op": describe_op(first), "line": line, "fix": fix,
+                     "name": display(name, "A parameter")})
         return self.finding(
-            ctx, subject, ctx.loc(event.site), fix,
-            {"why": f"{why}{when}",
-             "op": describe_op(first), "line": line, "fix": fix,
-             "name": display(name, "A parameter")},
-            related,
+            ctx, subject, ctx.loc(event.site), fix, args, related, message=message,
             graph=cut_snapshot(ctx, cuts, params, f"GG008: {name or 'parameter'} gets no gradient",
-                               entry_site=event.site,
-                               entry_op=".grad read" if read else "optimizer.step()"))
+                               entry_site=event.site, entry_op="optimizer.step()"))
 
     def _trains_unheld(self, ctx: RuleContext, opt: Any) -> tuple[str, str, Any] | None:
         """When no parameter `opt` holds has a gradient at its step, another optimizer holds them
@@ -577,20 +641,16 @@ class ParamWithoutGrad(Rule):
                 name_for_text = unnamed_desc + (f", built at line {loc.line}" if loc else "")
             else:
                 name_for_text = None
-            severity = "error" if every else "warning"
+            args: dict[str, Any] = {"steps": self.UNREACHED_STEPS}
             if every:
-                why = (f"none of the parameters {opt_name} holds reached the graph of any backward "
-                       "(the optimizer was built over another model instance, or over a layer "
-                       "replaced after it was built)")
+                message = "optimizer-unreached"
+                args["opt"] = opt_name
                 fix = (f"build {opt_name} over the parameters of the model the loss is computed "
                        "from, after the model is final (create the model once, then the optimizer)")
             elif ctx.ddp_unused_declared(p):
                 # DDP was told some parameters may get no gradient (find_unused_parameters=True):
                 # a layer kept but unused is the program's stated choice. Told, not alarmed.
-                severity = "info"
-                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps; "
-                       "the DistributedDataParallel module that holds it was built with "
-                       "find_unused_parameters=True or static_graph=True, which allow that")
+                message = "ddp-unused"
                 fix = (f"if {name or 'it'} should train, make the forward use it; otherwise freeze "
                        "it with requires_grad_(False) (find_unused_parameters' graph walk costs "
                        "every iteration)")
@@ -599,34 +659,28 @@ class ParamWithoutGrad(Rule):
                 # model's pooler or an extra head whose output is left unused is a correct
                 # program (DDP's find_unused_parameters case), a forgotten loss term is not.
                 # Told, not alarmed.
-                severity = "info"
-                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
-                       "while the other parameters did: the forward computes with it, but that "
-                       "output never reaches the loss")
+                message = "output-unused"
                 fix = (f"if {name or 'that output'} should train, add its output to the loss; "
                        f"otherwise leave it out of {opt_name} or freeze it with requires_grad_(False)")
             elif part_of is not None:
-                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
-                       f"while the other parameters of {part_of} did: its forward does not use it, "
-                       "or uses its value without history (`.data`, `.detach()`, a copy)")
+                message = "unused-in-module"
+                args["module"] = part_of
                 fix = (f"use {name or 'the parameter'} itself in the forward of {part_of} (not its "
                        f".data, .detach() or a copy), or leave it out of {opt_name} "
                        "(or freeze it with requires_grad_(False))")
             else:
-                why = (f"it never reached the graph of a backward at {self.UNREACHED_STEPS} steps "
-                       "while the other parameters did: the forward pass does not use it (a module "
-                       "never called, or replaced after the optimizer was built)")
+                message = "never-called"
                 fix = (f"call {name or ('that module' if name_for_text else 'the module')} in forward, "
                        f"or leave it out of {opt_name} (or freeze it with requires_grad_(False))")
-            related = [Related("unreachable", ctx.name_of(q).name if ctx.name_of(q) else None, None,
+            related = [Related(Role.UNREACHABLE, ctx.name_of(q).name if ctx.name_of(q) else None, None,
                                ctx.subject(q).created_at) for q in members[1:4]] + read_at
             if made is not None:
-                related.append(Related("fix-at", opt_name, "optimizer", made))
-            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"why": why, "fix": fix,
-                                     "name": display(name, name_for_text[:1].upper() + name_for_text[1:]
-                                                     if name_for_text else "A parameter")},
-                                    related, severity=severity,
+                related.append(Related(Role.FIX_AT, opt_name, "optimizer", made))
+            args.update({"fix": fix,
+                         "name": display(name, name_for_text[:1].upper() + name_for_text[1:]
+                                         if name_for_text else "A parameter")})
+            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix, args,
+                                    related, message=message,
                                     graph=cut_snapshot(ctx, [], members,
                                                        f"GG008: {name or 'parameters'} get no gradient",
                                                        entry_site=event.site,
@@ -648,15 +702,13 @@ class ParamWithoutGrad(Rule):
                 subject = replace(subject, name=label, kind="module",
                                   created_at=origin_of(owner) or subject.created_at)
             name = subject.name
-            why = (f"requires_grad was switched off after {opt_name} was built: {opt_name} still "
-                   "holds it, and it gets no gradient")
             fix = (f"freeze before building {opt_name} and give it only the trainable parameters "
                    "(filter(lambda p: p.requires_grad, model.parameters())), or leave "
                    f"{name or 'it'} trainable if it should learn")
             related = ctx.fix_at(made, opt_name, "optimizer")
             out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"why": why, "fix": fix, "name": display(name, "A parameter")},
-                                    related, severity="info",
+                                    {"opt": opt_name, "fix": fix, "name": display(name, "A parameter")},
+                                    related, message="frozen-after-optimizer",
                                     graph=cut_snapshot(ctx, [], members,
                                                        f"GG008: {name or 'parameters'} frozen, still optimized",
                                                        entry_site=event.site,
@@ -680,16 +732,12 @@ class ParamWithoutGrad(Rule):
         if subject.created_at is None:
             subject = replace(subject, created_at=origin_of(members[0]))
         name = subject.name
-        why = (f"every parameter {opt_name} holds has requires_grad=False at this step, though "
-               f"{opt_name} updated them at earlier steps: the backward before it gave them no "
-               "gradient, and this step changes nothing (a requires_grad(..., False) toggle still "
-               "on from another part of the iteration)")
         fix = (f"switch {name or 'them'} back to requires_grad=True before the backward this step "
                f"applies (requires_grad({name or 'model'}, True)), or drop this step")
         related = ctx.fix_at(ctx.loc(self.opt_sites.get(event.optimizer)), opt_name, "optimizer")
         return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"why": why, "fix": fix, "name": display(name, "A parameter")},
-                             related, severity="warning",
+                             {"opt": opt_name, "fix": fix, "name": display(name, "A parameter")},
+                             related, message="idle-step",
                              graph=cut_snapshot(ctx, [], members[:8],
                                                 f"GG008: {name or 'parameters'} frozen at this step",
                                                 entry_site=event.site, entry_op="optimizer.step()"))]

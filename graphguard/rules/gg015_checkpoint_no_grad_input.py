@@ -1,12 +1,14 @@
 """GG015 checkpoint-no-grad-input: a reentrant checkpoint whose inputs do not require grad."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import torch
 
 from ..events import CheckpointCall
-from ..model import Finding, Related
-from .base import Rule, display
-from .context import RuleContext
+from ..model import Finding, Message, Related, Role
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["CheckpointNoGradInput"]
 
@@ -62,33 +64,46 @@ class CheckpointNoGradInput(Rule):
     slug = "checkpoint-no-grad-input"
     severity = "error"
     summary = "a reentrant checkpoint with no input that requires grad: its parameters get no gradient"
-    template = ("checkpoint({func}, {name}, ...) runs with use_reentrant=True but no input requires "
-                "grad, so {params} inside it get no gradient. Fix: {fix}")
+    messages = (
+        Message("no-grad-input", "error",
+                "checkpoint({func}, {name}, ...) runs with use_reentrant=True but no input requires "
+                "grad, so {params} inside it get no gradient. Fix: {fix}",
+                "a reentrant checkpoint, with autograd on, whose function reads tensors that "
+                "require grad while none of its inputs does"),
+    )
     events = (CheckpointCall,)
 
-    def check(self, event: CheckpointCall, ctx: RuleContext) -> list[Finding] | None:
+    def detect(self, event: CheckpointCall, ev: Evidence) -> Iterator[Detection]:
+        # the call as the run saw it: grad mode on, the function read tensors that require grad,
+        # and neither an input nor an output has history (the reentrant form made none)
         if not event.grad_enabled or not event.used:
-            return None
+            return
         if any(t.requires_grad for t in event.inputs) or any(t.requires_grad for t in event.outputs):
-            return None
-        subject = ctx.subject(event.inputs[0]) if event.inputs else ctx.subject(None)
+            return
+        yield Detection("no-grad-input", event.inputs[0] if event.inputs else None,
+                        {"used": list(event.used)})
+
+    def describe(self, d: Detection, event: CheckpointCall, ctx: RuleContext) -> Finding:
+        subject = ctx.subject(d.subject)
         func = _function_label(ctx, event.function)
         related = []
         labels = []
-        for t in event.used[:4]:
+        used = d.facts["used"]
+        for t in used[:4]:
             hit = ctx.name_of(t)
             made = ctx.creation(t)
             label = hit.name if hit else None
-            related.append(Related("checkpointed", label, None, ctx.loc(made[0]) if made else None))
+            related.append(Related(Role.CHECKPOINTED, label, None, ctx.loc(made[0]) if made else None))
             if label:
                 labels.append(f"`{label}`")
-        more = len(event.used) - len(labels)
+        more = len(used) - len(labels)
         params = ", ".join(labels) + (f" and {more} more" if labels and more > 0 else "")
         if not labels:
-            params = f"{len(event.used)} tensor(s) that require grad"
+            params = f"{len(used)} tensor(s) that require grad"
         name = subject.name
         fix = ("pass use_reentrant=False to checkpoint(...), or give it an input that requires "
                f"grad ({name or 'the input'}.requires_grad_(True))")
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"func": func, "params": params, "fix": fix,
-                              "name": display(name, "its input")}, related)]
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"func": func, "params": params, "fix": fix,
+                             "name": display(name, "its input")}, related,
+                            message="no-grad-input")

@@ -21,7 +21,7 @@ from ...capture.gradmode import GradSwitch
 from ...capture.sites import is_internal_file
 from ...model import Frame, Site, SourceLoc
 
-__all__ = ["Region", "region_of", "region_for", "global_switch", "switch_of_cuts", "user_no_grad_region"]
+__all__ = ["Region", "region_of", "region_for", "global_switch", "switch_of_cuts"]
 
 _OFF_CALLS = {"no_grad": "no_grad", "inference_mode": "inference_mode"}
 
@@ -278,8 +278,3 @@ def region_for(switch: GradSwitch | None, site: Site | None) -> Region | None:
     loc = SourceLoc(switch.file, line, switch.function, linecache.getline(switch.file, line).strip())
     return Region(kind, api, loc, function, frame)
 
-
-def user_no_grad_region(cuts: list) -> Region | None:
-    """The Region of `switch_of_cuts(cuts)` (worded), or None when it finds none."""
-    switch = switch_of_cuts(cuts)
-    return region_for(switch, cuts[0].site) if switch is not None else None
