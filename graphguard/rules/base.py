@@ -46,7 +46,6 @@ class Rule:
     severity: ClassVar[str]  # the code's catalog severity (RULES.md); a finding's is its message's
     summary: ClassVar[str]  # one line for `graphguard rules`
     messages: ClassVar[tuple[Message, ...]] = ()  # every story this rule can tell
-    template: ClassVar[str] = ""  # kept for the rules not yet written as messages
     events: ClassVar[tuple[type, ...]] = ()
     # codes of the rules this one silences for a subject it covers (NOTE [supersedes] in
     # rules/context.py); the engine resolves it, so no rule reads another's findings
@@ -105,27 +104,24 @@ class Rule:
 
     def finding(self, ctx: "RuleContext", subject: Subject, location: SourceLoc | None,
                 fix: str, args: dict[str, Any] | None = None, related: list[Related] | None = None,
-                before_crash: bool = True, graph: Any = None, severity: str | None = None,
-                message: str | None = None) -> Finding:
-        """The Finding of one declared message: its severity and sentence are the message's.
-        `args` fill the template (`name` defaults to the subject's name); a field the template
-        needs and `args` lack is a bug of the rule (KeyError, reported as GG901)."""
+                before_crash: bool = True, graph: Any = None, message: str | None = None) -> Finding:
+        """The Finding of one declared message (`message`: its name; may be left out by a rule
+        that declares one message only): its severity and sentence are the message's. `args`
+        fill the template (`name` defaults to the subject's name); a field the template needs and
+        `args` lack is a bug of the rule (KeyError, reported as GG901)."""
         a = {"name": subject.name or "the tensor"}
         a.update(args or {})
-        if message is None and len(self.messages) == 1:
+        if message is None:
+            if len(self.messages) != 1:
+                raise KeyError(f"{self.code} tells one of several messages: name it")
             message = self.messages[0].name
-        if message is not None:
-            m = self.message(message)
-            missing = m.fields - a.keys()
-            if missing:
-                raise KeyError(f"{m.id}: no value for {sorted(missing)}")
-            return Finding(self.code, self.slug, m.severity, a, subject, location, ctx.iteration,
-                           before_crash, fix, list(related or []), graph=graph,
-                           template=m.template, message_id=m.id)
-        # a rule not yet written as messages (tests/test_rule_messages.py lists none)
-        return Finding(self.code, self.slug, severity or self.severity, a, subject, location,
-                       ctx.iteration, before_crash, fix, list(related or []), graph=graph,
-                       template=self.template)
+        m = self.message(message)
+        missing = m.fields - a.keys()
+        if missing:
+            raise KeyError(f"{m.id}: no value for {sorted(missing)}")
+        return Finding(self.code, self.slug, m.severity, a, subject, location, ctx.iteration,
+                       before_crash, fix, list(related or []), graph=graph,
+                       template=m.template, message_id=m.id)
 
 
 def display(name: str | None, default: str = "the tensor") -> str:

@@ -17,7 +17,7 @@ from ...capture.state import Cut
 from ...lookup.assigned import assigned_target
 from ...lookup.made import escaping_target, grad_off_block, made_by
 from ...lookup.source import assigned_targets
-from ...model import Related, SourceLoc
+from ...model import Related, Role, SourceLoc
 from ..context import RuleContext
 
 __all__ = ["CutPoint", "cut_point", "made_point", "leaf_point", "SCALAR_OPS"]
@@ -72,7 +72,7 @@ def made_point(ctx: RuleContext, t: Any) -> CutPoint | None:
     made = made_by(hit.name, hit.frame)
     if made is None:
         return None
-    rel = [Related("fix-at", made.name, "requires_grad = True", loc) for loc in made.rewraps]
+    rel = [Related(Role.FIX_AT, made.name, "requires_grad = True", loc) for loc in made.rewraps]
     return CutPoint(made.name, made.loc, rel)
 
 
@@ -86,7 +86,7 @@ def leaf_point(ctx: RuleContext, leaf: torch.Tensor) -> CutPoint | None:
             return CutPoint(w[0], SourceLoc.from_frame(w[1]))
         made = made_point(ctx, leaf)  # `value.requires_grad_()`: the statement that made `value`
         if made is not None and made.name:
-            made.related += [Related("fix-at", made.name, "requires_grad_()",
+            made.related += [Related(Role.FIX_AT, made.name, "requires_grad_()",
                                      SourceLoc.from_frame(rec.site[0]))]
             return made
         hit = ctx.name_of(leaf)

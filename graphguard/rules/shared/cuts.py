@@ -5,7 +5,7 @@ from typing import Any
 
 from ...capture.state import Cut
 from ..context import RuleContext, assigned_name
-from ...model import Related
+from ...model import Related, Role
 
 __all__ = ["describe_op", "cut_related", "fix_for_cut", "leaf_label", "cut_snapshot"]
 
@@ -54,7 +54,7 @@ def cut_related(ctx: RuleContext, cuts: list[Cut], limit: int = 4) -> list[Relat
     out = []
     for c in cuts[:limit]:
         name = assigned_name(c.site[0]) if c.site else None
-        out.append(Related("cut-by", name, describe_op(c), ctx.loc(c.site), c.iteration))
+        out.append(Related(Role.CUT_BY, name, describe_op(c), ctx.loc(c.site), c.iteration))
     return out
 
 
