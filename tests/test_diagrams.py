@@ -242,9 +242,9 @@ def test_100k_node_graph_through_the_guard():
     f = finding(guard, "GG001")
     assert f.graph.total > 100_000
     assert sum(1 for x in f.graph.nodes.values() if x.id.startswith("n")) <= MAX_SNAPSHOT_NODES
-    t = time.perf_counter()
-    render_dot(f.graph)
-    assert time.perf_counter() - t < 1.0
+    # the picture is drawn from the bounded snapshot, not the 100,000-node graph
+    dot = render_dot(f.graph)
+    assert dot.count("->") <= 4 * MAX_SNAPSHOT_NODES
 
 
 # ---- writing and rendering -------------------------------------------------------------------------

@@ -9,7 +9,6 @@ steps, so that its only parameters are far from the loss.
 """
 from __future__ import annotations
 
-import time
 
 import pytest
 import torch
@@ -151,7 +150,7 @@ def test_a_teachers_soft_targets_on_a_large_graph_are_reported(teacher_trained, 
                             (line_of("KD-KL"), "soft_targets", severity)])
 
 
-def test_the_leaf_comparison_is_the_same_on_a_large_graph_and_fast():
+def test_the_leaf_comparison_is_the_same_on_a_large_graph():
     torch.manual_seed(0)
     model, other = Deep(), Deep()
     x, _ = batch()
@@ -160,15 +159,12 @@ def test_the_leaf_comparison_is_the_same_on_a_large_graph_and_fast():
         out1, out2, out3 = model(x), model(x), other(x)
         if steps == STEPS:
             assert count_nodes(out2) >= MIN_NODES
-        t0 = time.perf_counter()
         leaves = _leaves(out2)
-        same = _other_network(out1, leaves)
-        elapsed = time.perf_counter() - t0
         assert {id(v) for v in leaves} == {id(p) for p in model.parameters()}
-        assert same is False
+        # the verdict does not depend on the graph's size (no node-count cut); its cost is a
+        # benchmark's question, never a timed test's
+        assert _other_network(out1, leaves) is False
         assert _other_network(out3, leaves) is True
-        # two walks of ~21,000 nodes: tens of milliseconds, far below a second on a loaded machine
-        assert elapsed < 1.0, elapsed
 
 
 def test_a_probability_seen_through_many_shape_ops_is_still_a_soft_target():
