@@ -91,6 +91,8 @@ class Evidence:
         # shared analyses of the event being judged: (analysis, id(event)) -> result
         self._memo: dict[tuple[Callable[..., Any], int], Any] = {}
         self._memo_events: list[weakref.ref] = []
+        # live_optimizers, once per iteration: (iteration, weak references to them)
+        self._live_optimizers: tuple[int, list[weakref.ref]] | None = None
 
     # ---- distributed ----------------------------------------------------------------------------
     def ddp_windows(self) -> list[DdpWindow]:
@@ -204,8 +206,15 @@ class Evidence:
     def live_optimizers(self) -> list[Any]:
         """Every live optimizer, found by the collector (capture/graph.live_optimizers): for the
         time before the first step under the guard, when an optimizer built before it is not
-        known yet. Costly: only then."""
-        return live_optimizers()
+        known yet. One pass over the collector per iteration at most (a loop with no optimizer
+        at all, a hand-written update, would otherwise pay it at every loss call); kept weakly."""
+        cached = self._live_optimizers
+        if cached is not None and cached[0] == self.iteration:
+            found = [r() for r in cached[1]]
+            return [o for o in found if o is not None]
+        found = live_optimizers()
+        self._live_optimizers = (self.iteration, [weakref.ref(o) for o in found])
+        return found
 
     def claimed_by_superseding(self, rule: Any, leaf_site: LeafSite) -> bool:
         """Whether a rule that supersedes `rule` claimed the leaves of `leaf_site`."""
