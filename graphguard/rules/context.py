@@ -13,6 +13,7 @@ from ..lookup.source import assigned_targets, inplace_receivers, statement_at, t
 from ..capture.ddp import DdpWindow, collective_calls, declared_unused, open_windows, reduced_windows
 from ..capture.gradmode import GradSwitch
 from ..capture.graph import live_optimizers, summarize
+from ..capture.kept import Held, containers_holding, live_graph_tensors, owning_module
 from ..capture.marks import SequenceMarks
 from ..capture.recorder import Recorder
 from ..capture.steps import StepTrail
@@ -215,6 +216,20 @@ class Evidence:
         found = live_optimizers()
         self._live_optimizers = (self.iteration, [weakref.ref(o) for o in found])
         return found
+
+    def live_graph_tensors(self) -> list[torch.Tensor]:
+        """Every live tensor with a grad_fn, whoever holds it (capture/kept.py): one pass over the
+        collector, for GG101's looks only (a few per run), never per step. Drop them soon."""
+        return live_graph_tensors()
+
+    def containers_holding(self, tensors: list[torch.Tensor], own: tuple[Any, ...] = ()) -> list[Held]:
+        """The lists, deques, tuples, sets and keyed dicts that hold any of `tensors`, read from
+        the referrers (`own`: the caller's own lists of them). One pass over the collector."""
+        return containers_holding(tensors, own)
+
+    def owning_module(self, t: torch.Tensor) -> tuple[torch.nn.Module, str] | None:
+        """(module, attribute) when a module keeps `t` as a buffer or a plain attribute."""
+        return owning_module(t)
 
     def claimed_by_superseding(self, rule: Any, leaf_site: LeafSite) -> bool:
         """Whether a rule that supersedes `rule` claimed the leaves of `leaf_site`."""

@@ -3,43 +3,53 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 
 from ..capture.graph import walk
-from ..lookup.holders import Holder, find_holders
-from ..lookup.module_state import module_state_holders
+from ..capture.kept import Held
 from ..capture.state import Stamp
+from ..lookup.holders import Holder, find_holders
+from ..lookup.names import find_name
+from ..lookup.module_state import module_state_holders
 from ..lookup.source import assignment_lines, enclosing_scope, growth_lines, statement_at
 from ..events import BackwardCall, GuardExit, StepDone
 from ..model import Finding, Frame, Message, SourceLoc, Subject
-from .base import Rule, display
-from .context import RuleContext
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 from .shared.growth import Growth
 from .shared.rounds import rounds_spanned
 
 __all__ = ["GraphLeak"]
 
 WALK = 4000  # nodes walked per holder
-BUDGET = 20000  # nodes walked per check, all holders together
+BUDGET = 20000  # nodes walked per look, all holders together
 FIRST = 8  # look at every iteration end up to this one; then at powers of two, then every EVERY
 EVERY = 512
 MIN_SPAN = 3  # distinct iterations a holder must span: one kept loss, or two, is no pile
-FOLLOW_UPS = 3  # extra looks at the next iteration ends for a holder that may be growing
+FOLLOW_UPS = 3  # extra looks at the next iteration ends while something may be growing
 
 
 @dataclass
 class _Verdict:
-    """What one holder keeps alive (plain data)."""
+    """What one live tensor, or one container of them, keeps alive (plain data, and the
+    tensors themselves while the event is judged)."""
 
-    spans: int  # distinct iterations whose graph nodes it keeps
-    nodes: int  # graph nodes walked (excluding parameters' accumulators)
-    truncated: bool
-    site: Any  # the stamp site of its newest accumulating node, when recorded
-    scalar: bool  # the held values are single numbers (`.item()` works)
-    suspect: bool  # may be growing: a kept graph no backward used, or several graphs in a list
-    growth: Growth | None = None  # nodes kept per iteration, when it is reported
+    kind: str  # tensor | container | state (a module's buffer or attribute)
+    tensors: list[torch.Tensor]  # the tensor, or the container's newest elements with history
+    spans: int  # distinct training steps whose graph nodes it keeps
+    nodes: int  # graph nodes counted (no backward of the last iteration ran through them)
+    counted: list[Any] = field(default_factory=list)  # those nodes
+    truncated: bool = False
+    site: Any = None  # the stamp site of its newest accumulating node, when recorded
+    made: Any = None  # the stamp site of its newest node (element), backward run through or not
+    suspect: bool = False  # may be growing: a kept graph no backward used, or several graphs in a list
+    reported: int | None = None  # the token of the leak it belongs to, when already reported
+    container: Any = None  # the container (kind container)
+    owner: tuple[Any, str] | None = None  # (module, attribute) (kind state)
+    growth: Growth | None = None
 
 
 class GraphLeak(Rule):
@@ -70,13 +80,16 @@ class GraphLeak(Rule):
     ```
 
     ## Known problems
-    Holders are found through the names visible in the training loop's frames (locals, globals,
-    `self` attributes, one level into containers and helper objects, and the buffers and tensor
-    attributes of every submodule of a module they name: `model.bn.running_mean` updated with
-    grad mode on); a graph kept only by an object reachable in no other way is not seen. A window of a few recent losses kept with their
-    graphs (`deque(maxlen=10)`) is reported too: it is bounded, but still keeps those graphs.
-    Without any optimizer, iterations are counted by graph-freeing backward calls; an optimizer
-    made before the guard was entered is only known from its first step.
+    Every live tensor with history is looked at, whoever holds it (a local, an attribute, a
+    library's container, a closure), and a container is told by what refers to its tensors: a
+    list, deque, tuple or set, or a dict keyed by something other than names; a dict of names
+    (`stats['loss']`) holds each value separately. The name in the report is the one the
+    training loop's frames give the holder (locals, globals, `self` attributes, one level into
+    containers and helper objects, a module's buffers and attributes); a holder no name reaches
+    is described by its type and creation line instead. A window of a few recent losses kept
+    with their graphs (`deque(maxlen=10)`) is reported too: it is bounded, but still keeps those
+    graphs. Without any optimizer, iterations are counted by graph-freeing backward calls; an
+    optimizer made before the guard was entered is only known from its first step.
     """
 
     code = "GG101"
@@ -111,161 +124,254 @@ class GraphLeak(Rule):
     skim_skip = (StepDone, BackwardCall)
 
     def __init__(self) -> None:
-        self.checked_at = 0  # the last iteration at which holders were looked at
-        self.reported: set[str] = set()  # holder names already reported
-        self.follow: dict[str, int] = {}  # suspect holder -> follow-up looks left before the next due one
-        self.series: dict[str, Growth] = {}  # reported holder -> graph nodes it keeps, per look
+        self.checked_at = 0  # the last iteration at which the live graphs were looked at
+        self.follow = 0  # follow-up looks left before the next due one
+        self.tokens = 0  # leaks reported so far; each one's token marks its nodes
+        self.series: dict[int, Growth] = {}  # leak token -> graph nodes it keeps, per look
+        # id(container) -> its length at the last look (plain ints; ids of containers seen then)
+        self.lengths: dict[int, int] = {}
+        self.seen_lengths: dict[int, int] = {}
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
-        it = ctx.iteration
+    # ---- detection: the live tensors and their graphs ----------------------------------------
+    def detect(self, event: Any, ev: Evidence) -> list[Detection] | None:
+        it = ev.iteration
         if isinstance(event, BackwardCall):
             # no optimizer at all: iterations end at graph-freeing backward calls (DESIGN.md)
-            if ctx.optimizer_steps() or ctx.any_optimized():
+            if ev.optimizer_steps() or ev.any_optimized():
                 return None
         elif isinstance(event, GuardExit):
             if it == self.checked_at or it < MIN_SPAN - 1:
                 return None
-            return self._look(ctx, it)
-        if it <= self.checked_at or not (it >= _next_due(self.checked_at) or any(self.follow.values())):
+            return self._look(ev, it)
+        if it <= self.checked_at or not (it >= _next_due(self.checked_at) or self.follow):
             return None
-        return self._look(ctx, it)
+        return self._look(ev, it)
 
-    # ---- looking at the holders ------------------------------------------------------------------
-    def _look(self, ctx: RuleContext, it: int) -> list[Finding] | None:
+    def _look(self, ev: Evidence, it: int) -> list[Detection]:
         due = it >= _next_due(self.checked_at)
+        since = self.checked_at  # the previous look: what was made after it is new
         self.checked_at = it
+        latest = it - 1  # the iteration that just ended
         budget = [BUDGET]
-        out = []
-        grown: list[Holder] = []  # reported holders whose growth plot gets a point
-        holders = find_holders()
-        # and the modules' own state (a running statistic updated with grad mode on): no name in
-        # the frames reaches a submodule's buffer, and the loss never reads it
-        holders += module_state_holders(skip={id(t) for h in holders for t in h.tensors})
-        for h in holders:
-            if h.name in self.series and not self.series[h.name].stopped:
-                grown.append(h)
-            if h.name in self.reported or budget[0] <= 0 or ctx.superseded(self, name=h.name):
+        live = ev.live_graph_tensors()
+        # values made since the last look (before any age is remembered on them)
+        fresh = {id(t.grad_fn) for t in live if self._fresh(t.grad_fn, ev, since)}
+        verdicts = [v for v in (self._single(t, ev, latest, fresh, budget) for t in live) if v is not None]
+        # values of earlier iterations (by age, or by the backward that last ran through them),
+        # and values no stamp dates (light mode) first seen now: what holds them may be a pile
+        olds = [t for t in live if self._earlier(t.grad_fn, ev, latest, fresh)]
+        if len(olds) >= MIN_SPAN - 1:
+            for held in ev.containers_holding(olds, own=(live, *(v.tensors for v in verdicts))):
+                v = self._held(held, ev, latest)
+                if v is not None:
+                    verdicts.append(v)
+        del live, olds
+        self.lengths, self.seen_lengths = self.seen_lengths, {}
+        out: list[Detection] = []
+        roots: set[int] = set()  # the newest nodes of the leaks found in this look
+        # the smallest first: of `total` and `mean = total / n`, the accumulator is reported, and
+        # `mean`, whose graph holds `total`'s newest node, is the same leak. Three running sums of
+        # one loss's parts share those graphs but each grows its own chain: three leaks.
+        for v in sorted(verdicts, key=lambda v: v.nodes):
+            if v.reported is not None or v.spans < MIN_SPAN or \
+                    any(id(n) in roots for n in v.counted):
                 continue
-            v = self._judge(h, ctx, it, budget)
-            if v is not None and v.spans >= MIN_SPAN:
-                self.reported.add(h.name)
-                self.follow.pop(h.name, None)
-                out.append(self._finding(ctx, h, v))
-            elif v is not None and v.suspect:
-                # a graph kept past its iteration: look again at the next iteration ends (a few
-                # times), since each look can tell at most one new age apart where nothing was
-                # recorded (light mode)
-                left = self.follow.get(h.name)
-                self.follow[h.name] = FOLLOW_UPS if left is None or due else max(0, left - 1)
-                if self.follow[h.name]:
-                    ctx.keep_judging(1)  # the next iteration end too, skimmed or not
-            else:
-                self.follow.pop(h.name, None)
-        for h in grown:  # with what is left of the budget: judging the others comes first; a
-            if budget[0] >= WALK:  # whole walk, so that a cut walk means a graph past WALK
-                self._count(h, it - 1, budget)
+            roots.update(id(t.grad_fn) for t in v.tensors)
+            out.append(self._report(v, ev, latest))
+        self._follow_up(ev, due, any(v.suspect and v.reported is None for v in verdicts))
+        self._count(verdicts, latest, budget)
         return out
 
-    def _judge(self, h: Holder, ctx: RuleContext, it: int, budget: list[int]) -> _Verdict | None:
-        stamp_key = ctx.stamp_key
-        seen_key, leak_key = stamp_key + ".seen", stamp_key + ".leak"
-        latest = it - 1  # the iteration that just ended
-        roots = []
-        single = h.kind in ("tensor", "state")  # one tensor, not a container's elements
-        for t in h.tensors:
-            m = ctx.mark_of(t.grad_fn)
-            if h.kind == "tensor" and m is not None and m.iteration >= latest and \
-                    ctx.mark_key in t.grad_fn.metadata:
-                return None  # this iteration's own graph (its backward just ran through it)
-            # a mark found only by sequence number is a candidate: a running sum added to before
-            # the backward (`loss_sum += loss`, then `(loss / n).backward()`) lies in that
-            # backward's range without being traversed; its walk below tells the iterations apart
-            # a module's state is never what backward starts from: a mark there may only be the
-            # range of the backward it was made next to (NOTE [marks by sequence number])
-            roots.append(t.grad_fn)
-        w = walk(roots, min(WALK, budget[0]))
-        budget[0] -= len(w.nodes)
-        ages: list[int] = []
-        counted: list[int] = []
+    def _follow_up(self, ev: Evidence, due: bool, suspect: bool) -> None:
+        """A graph kept past its iteration: look again at the next iteration ends (a few times),
+        since each look can tell at most one new age apart where nothing was recorded (light
+        mode)."""
+        self.follow = (FOLLOW_UPS if due else max(0, self.follow - 1)) if suspect else 0
+        if self.follow:
+            ev.keep_judging(1)  # the next iteration end too, skimmed or not
+
+    def _age(self, node: Any, ev: Evidence, fallback: int) -> int:
+        """The iteration that made `node`: its stamp, else when a look first saw it (light
+        mode, or made inside an op: remembered on the node), else `fallback`."""
+        md = node.metadata
+        st = md.get(ev.stamp_key)
+        if isinstance(st, Stamp):
+            return st.iteration
+        age = md.get(ev.stamp_key + ".seen")
+        if age is None:
+            age = md[ev.stamp_key + ".seen"] = fallback
+        return age
+
+    @staticmethod
+    def _earlier(root: Any, ev: Evidence, latest: int, fresh: set[int]) -> bool:
+        """Whether a live value is not the last iteration's own: made or last run through by a
+        backward in an earlier one, or undated (light mode) and new since the last look. The
+        last iteration's own values get no age remembered: they may be kept, and only then
+        their age matters."""
+        m = ev.mark_of(root)
+        if m is not None:
+            return m.iteration < latest or ev.mark_key not in root.metadata
+        st = root.metadata.get(ev.stamp_key)
+        if isinstance(st, Stamp):
+            return st.iteration < latest
+        return id(root) in fresh or root.metadata.get(ev.stamp_key + ".seen", latest) < latest
+
+    @staticmethod
+    def _fresh(node: Any, ev: Evidence, since: int) -> bool:
+        """Whether `node` was made after the look at iteration `since`: by its stamp, else by
+        not having been seen by a look yet (call before `_age`)."""
+        md = node.metadata
+        st = md.get(ev.stamp_key)
+        if isinstance(st, Stamp):
+            return st.iteration >= since
+        return ev.stamp_key + ".seen" not in md
+
+    def _single(self, t: torch.Tensor, ev: Evidence, latest: int, fresh: set[int],
+                budget: list[int]) -> _Verdict | None:
+        """What one tensor's graph keeps: the iterations of the nodes no backward of the last
+        iteration ran through. The walk stops at a node that backward did run through (all it
+        leads to was run through as well)."""
+        root = t.grad_fn
+        if root is None or budget[0] <= 0:
+            return None
+        mark_key, leak_key = ev.mark_key, ev.stamp_key + ".leak"
+        m = ev.mark_of(root)
+        if m is not None and m.iteration >= latest and mark_key in root.metadata:
+            return None  # this iteration's own graph (its backward just ran through it)
+        nodes, ages, counted = [root], [self._age(root, ev, latest)], []
+        seen = {id(root)}
         spans: set[int] = set()
-        site = None
-        nodes = 0
-        for i, node in enumerate(w.nodes):
+        site, reported, truncated = None, None, False
+        limit = min(WALK, budget[0])
+        i = 0
+        while i < len(nodes):
+            node, age = nodes[i], ages[i]
+            i += 1
             md = node.metadata
-            st = md.get(stamp_key)
-            if isinstance(st, Stamp):
-                age = st.iteration
-            else:
-                # unrecorded (light mode, or made inside an op): as old as the node that led
-                # here, or as first seen by an earlier look; remembered on the node itself
-                age = md.get(seen_key)
-                if age is None:
-                    p = w.parent[i]
-                    age = ages[p] if p >= 0 else latest
-                    md[seen_key] = age
-            ages.append(age)
-            if type(node).__name__ == "AccumulateGrad":
-                continue  # a parameter's accumulator is shared by every iteration's graph
-            nodes += 1
-            m = ctx.mark_of(node, md)
-            if single and m is not None and m.iteration >= latest:
-                continue  # traversed by the backward that just ran: current, or shared structure
-            if h.kind == "container" and w.parent[i] != -1:
-                continue  # a list's span is told by its elements, not by what each one hangs on
-            if md.get(leak_key, h.name) != h.name:
-                return None  # a graph already reported through another holder (`avg = total / n`)
-            spans.add(age)
-            counted.append(i)
-            if site is None and isinstance(st, Stamp) and m is None:
-                site = st.site  # the newest recorded node no backward ran through: the accumulation
-        growth = None
-        # spans counted in training steps: one step of several optimizers is several iterations
-        steps = rounds_spanned(spans, ctx) if len(spans) >= MIN_SPAN else len(spans)
-        if steps >= MIN_SPAN:
-            for i in counted:  # remembered on the nodes, which die with the leak
-                w.nodes[i].metadata[leak_key] = h.name
-            # the growth plot's first points: the nodes kept now, by the iteration that made them
-            growth = self.series[h.name] = Growth()
-            growth.add_ages((ages[i] for i, n in enumerate(w.nodes)
-                             if type(n).__name__ != "AccumulateGrad"), latest)
-            if w.truncated:
-                growth.add(latest, nodes, truncated=True)
-        scalar = all(t.numel() == 1 for t in h.tensors)
-        # a tensor is suspect when no backward ran through its newest node: unmarked, or marked
-        # only by sequence number (a candidate) while it holds nodes of earlier iterations
-        suspect = (len(roots) > 1 if h.kind == "container" else True if h.kind == "state"
-                   else ctx.mark_of(roots[0]) is None
-                   or (bool(spans) and roots[0] is not None and ctx.mark_key not in roots[0].metadata))
-        return _Verdict(steps, nodes, w.truncated, site, scalar, suspect, growth)
+            m = ev.mark_of(node, md)
+            if m is not None and m.iteration >= latest:
+                if mark_key in md:
+                    continue  # run through by the last backward: current, or shared structure
+            elif type(node).__name__ != "AccumulateGrad":  # shared by every iteration's graph
+                if md.get(leak_key) is not None:
+                    reported = md[leak_key]
+                spans.add(age)
+                counted.append(node)
+                st = md.get(ev.stamp_key)
+                if site is None and isinstance(st, Stamp) and m is None:
+                    site = st.site  # the newest recorded node no backward ran through
+            for nxt, _ in node.next_functions:
+                if nxt is not None and id(nxt) not in seen:
+                    if len(nodes) >= limit:
+                        truncated = True
+                        break
+                    seen.add(id(nxt))
+                    nodes.append(nxt)
+                    ages.append(self._age(nxt, ev, age))
+        budget[0] -= len(nodes)
+        # suspect: made since the last look, or already holding nodes of two iterations (a value
+        # that keeps one graph and stays the same tensor, one kept from before the guard, is not
+        # growing; a sum added to once per training step of several optimizers is), and no
+        # backward ran through its newest node (unmarked, or marked only by sequence number)
+        suspect = (id(root) in fresh or len(spans) >= 2) and (ev.mark_of(root) is None or (bool(spans) and mark_key not in root.metadata))
+        st = root.metadata.get(ev.stamp_key)
+        made = st.site if isinstance(st, Stamp) else None
+        return _Verdict("tensor", [t], rounds_spanned(spans, ev) if len(spans) >= MIN_SPAN else len(spans),
+                        len(counted), counted, truncated, site, made, suspect, reported)
 
-    def _count(self, h: Holder, latest: int, budget: list[int]) -> None:
-        """One more point of a reported holder's growth plot: the graph nodes it keeps now."""
-        w = walk([t.grad_fn for t in h.tensors], WALK)
-        budget[0] -= len(w.nodes)
-        n = sum(type(node).__name__ != "AccumulateGrad" for node in w.nodes)
-        self.series[h.name].add(latest, n, truncated=w.truncated)
+    def _held(self, held: Held, ev: Evidence, latest: int) -> _Verdict | None:
+        """What a container keeps: the iterations its elements were made in (each element's own
+        graph is its own; a list's span is told by its elements)."""
+        leak_key = ev.stamp_key + ".leak"
+        roots = [t.grad_fn for t in held.tensors]
+        # growing: longer than at the last look (a container first seen counts as grown)
+        before = self.lengths.get(id(held.container))
+        self.seen_lengths[id(held.container)] = held.length
+        new = before is None or held.length > before
+        spans = {self._age(r, ev, latest) for r in roots}
+        reported = next((r.metadata[leak_key] for r in roots if r.metadata.get(leak_key) is not None), None)
+        # the newest recorded element no backward ran through (a loss that did is not what
+        # accumulates: the append line is found from the holder's name)
+        site = next((st.site for r in reversed(roots) if ev.mark_of(r) is None
+                     and isinstance(st := r.metadata.get(ev.stamp_key), Stamp)), None)
+        made = next((st.site for r in reversed(roots)
+                     if isinstance(st := r.metadata.get(ev.stamp_key), Stamp)), None)
+        steps = rounds_spanned(spans, ev) if len(spans) >= MIN_SPAN else len(spans)
+        return _Verdict("container", held.tensors, steps, len(roots), roots, False, site, made,
+                        len(roots) > 1 and new, reported, container=held.container)
 
-    # ---- wording ---------------------------------------------------------------------------------
-    def _finding(self, ctx: RuleContext, h: Holder, v: _Verdict) -> Finding:
+    def _report(self, v: _Verdict, ev: Evidence, latest: int) -> Detection:
+        """A leak found: its newest nodes carry its token, its growth series starts with the
+        nodes kept now by the iteration that made them."""
+        self.tokens += 1
+        token = v.reported = self.tokens
+        # on the holder's newest nodes (they die with the leak): a later look whose graph holds
+        # one of them is this leak again (the running sum's next value, `total / n`)
+        for t in v.tensors:
+            t.grad_fn.metadata[ev.stamp_key + ".leak"] = token
+        if v.kind == "tensor" and (owner := ev.owning_module(v.tensors[0])) is not None:
+            v.kind, v.owner = "state", owner
+        w = walk([t.grad_fn for t in v.tensors], WALK)
+        real = [n for n in w.nodes if type(n).__name__ != "AccumulateGrad"]
+        if v.kind == "container":
+            v.nodes = len(real)
+        v.truncated = v.truncated or w.truncated
+        growth = self.series[token] = v.growth = Growth()
+        growth.add_ages((self._age(n, ev, latest) for n in real), latest)
+        if w.truncated:
+            growth.add(latest, len(real), truncated=True)
+        message = {"container": "kept-in-container", "state": "module-state"}.get(v.kind, "kept-tensor")
+        return Detection(message, v)
+
+    def _count(self, verdicts: list[_Verdict], latest: int, budget: list[int]) -> None:
+        """One more point of each reported leak's growth plot: the graph nodes its holder keeps
+        now (the smallest holder that carries its token), with what is left of the budget."""
+        best: dict[int, _Verdict] = {}
+        for v in verdicts:
+            if v.reported is not None and v.growth is None and \
+                    (v.reported not in best or v.nodes < best[v.reported].nodes):
+                best[v.reported] = v
+        for token, v in best.items():
+            series = self.series.get(token)
+            if series is None or series.stopped or budget[0] < WALK:
+                continue  # a whole walk, so that a cut walk means a graph past WALK
+            w = walk([t.grad_fn for t in v.tensors], WALK)
+            budget[0] -= len(w.nodes)
+            series.add(latest, sum(type(n).__name__ != "AccumulateGrad" for n in w.nodes),
+                       truncated=w.truncated)
+
+    # ---- description: the holder's name, the accumulating line, the fix ----------------------
+    def describe(self, d: Detection, event: Any, ctx: RuleContext) -> Finding | None:
+        v: _Verdict = d.subject
+        h = _holder(v)
+        name = h.name if h is not None else None
+        if name is not None and ctx.superseded(self, name=name):
+            return None
         loc = self._where(h, v)
         per = max(1, v.nodes // max(1, v.spans))
         nodes = f"{v.nodes}+" if v.truncated else str(v.nodes)
-        message = ("kept-in-container" if h.kind == "container" else
-                   "module-state" if h.kind == "state" else "kept-tensor")
-        fix = _fix(loc, h.name, v.scalar)
-        subject = Subject(h.name, "tensor" if h.kind == "state" else h.kind, _summary(h), _made(h), None)
+        scalar = all(t.numel() == 1 for t in v.tensors)
+        label = name or _unnamed(v)
+        fix = _fix(loc, label, scalar) if loc is not None else \
+            f"store {label}'s values with .{'item' if scalar else 'detach'}() so that no graph is kept"
+        kind = "tensor" if v.kind == "state" else v.kind
+        subject = Subject(name, kind, _summary(v), _made(h) if h is not None else _stamped(v), None)
+        length = len(v.container) if v.container is not None else len(v.tensors)
         f = self.finding(ctx, subject, loc, fix,
-                         {"spans": v.spans, "nodes": nodes, "per": per, "length": h.length,
-                          "with_grad_fn": len(h.tensors), "fix": fix,
-                          "name": display(h.name, "A variable")}, message=message)
+                         {"spans": v.spans, "nodes": nodes, "per": per, "length": length,
+                          "with_grad_fn": len(v.tensors), "fix": fix,
+                          "name": display(name, _unnamed(v))}, message=d.message)
         if v.growth is not None:
             f.details["growth"] = v.growth.details
         return f
 
     @staticmethod
-    def _where(h: Holder, v: _Verdict) -> SourceLoc:
+    def _where(h: Holder | None, v: _Verdict) -> SourceLoc | None:
         """The line that grows the holder: the recorded accumulation when it names the holder,
         else the line of the user's code that appends to it or adds into it."""
+        if h is None:  # no name: the accumulating op when recorded, else the newest element's
+            site = v.site or v.made
+            return SourceLoc.from_frame(site[0]) if site else None
         lines = growth_lines(h.frame.file, h.name)
         if v.site:
             stamped = v.site[0]
@@ -280,6 +386,43 @@ class GraphLeak(Rule):
             fn = enclosing_scope(h.frame.file, n)
             return SourceLoc.from_frame(Frame(h.frame.file, n, getattr(fn, "name", "<module>")))
         return SourceLoc.from_frame(h.frame)
+
+
+def _holder(v: _Verdict) -> Holder | None:
+    """The user's name for what keeps the graphs: the holder of the training loop's frames that
+    holds the same tensor (or container elements), a module's state by its module's name."""
+    ids = {id(t) for t in v.tensors}
+    holders = find_holders()
+    if v.kind == "container":
+        hits = [h for h in holders if h.kind == "container" and not ids.isdisjoint(id(t) for t in h.tensors)]
+        best = max(hits, key=lambda h: len(ids.intersection(id(t) for t in h.tensors)), default=None)
+        if best is None:  # a container the holders' walk does not take whole (a dict by step)
+            hit = find_name(lambda o: o is v.container)
+            if hit is not None:
+                best = Holder(hit.name, "container", hit.frame, v.tensors, len(v.container))
+        return best
+    for h in holders:
+        if h.kind == "tensor" and h.tensors[0] is v.tensors[0]:
+            return h
+    if v.kind == "state":
+        for h in module_state_holders(skip=set()):
+            if h.tensors[0] is v.tensors[0]:
+                return h
+    return None
+
+
+def _unnamed(v: _Verdict) -> str:
+    """A holder no name reaches, described by what it is."""
+    if v.owner is not None:
+        return f"`{v.owner[1]}` of a {type(v.owner[0]).__name__} module"
+    if v.container is not None:
+        return f"A {type(v.container).__name__} of {len(v.container)} entries"
+    return "A tensor"
+
+
+def _stamped(v: _Verdict) -> SourceLoc | None:
+    """Where an unnamed holder's newest element (or value) was made."""
+    return SourceLoc.from_frame(v.made[0]) if v.made else None
 
 
 def _next_due(last: int) -> int:
@@ -301,12 +444,12 @@ def _made(h: Holder) -> SourceLoc | None:
     return SourceLoc.from_frame(Frame(h.frame.file, lines[0], h.frame.function)) if lines else None
 
 
-def _summary(h: Holder) -> str:
+def _summary(v: _Verdict) -> str:
     from ..capture.graph import summarize
 
-    if h.kind in ("tensor", "state"):
-        return summarize(h.tensors[0])
-    return f"{h.length} entries, {len(h.tensors)} with grad_fn, e.g. {summarize(h.tensors[-1])}"
+    if v.container is None:
+        return summarize(v.tensors[0])
+    return f"{len(v.container)} entries, {len(v.tensors)} with grad_fn, e.g. {summarize(v.tensors[-1])}"
 
 
 def _fix(loc: SourceLoc, name: str, scalar: bool) -> str:

@@ -13,7 +13,7 @@ class Meter:
     def add(self, terms, detach: bool):
         for key, value in terms.items():
             value = value.item() if detach else value
-            self.sums[key] = self.sums.get(key, 0) + value  # expect: GG101 self.meter.sums['mse']
+            self.sums[key] = self.sums.get(key, 0) + value  # expect: GG101 self.meter.sums['mse'], GG101 self.meter.sums['l1']
         self.count += 1
 
 

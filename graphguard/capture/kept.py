@@ -1,0 +1,139 @@
+"""Tensors with autograd history that are still alive, and what holds them: run-time evidence for
+GG101 (graphs kept past their iteration), read from the collector rather than from names.
+
+Every live tensor with a `grad_fn` is found by one pass over the collector's objects, whoever
+holds it: a local, a global, an attribute of any object, a library's container, a closure. What
+holds it (a list, a deque, a module's buffers) is read from its referrers, which is the object
+graph, not the source. Both are costly (one pass over every tracked object), so they run at the
+rule's looks only (a few times per run, then every 512th iteration), never per op or per step,
+and the caller drops what they return before the user's code runs again.
+"""
+from __future__ import annotations
+
+import collections
+import gc
+import itertools
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+import torch
+
+__all__ = ["live_graph_tensors", "Held", "containers_holding", "owning_module", "MAX_ITEMS"]
+
+MAX_ITEMS = 256  # elements of one container looked at (the newest ones)
+SMALL = 8  # a tuple or dict this small is one record (`(loss, acc)`): its container is the holder
+_SEQ = (list, collections.deque)
+
+
+def _history(o: Any) -> bool:
+    try:
+        return o.grad_fn is not None
+    except Exception:  # a no_grad view whose base changed in place refuses to say; odd subclasses
+        return False
+
+
+def live_graph_tensors() -> list[torch.Tensor]:
+    """Every live tensor that has a grad_fn (parameters and other leaves never do)."""
+    tensor = torch.Tensor
+    # type() and issubclass, not isinstance: isinstance asks `__class__` of lazy proxies, which
+    # imports or warns on their behalf
+    return [o for o in gc.get_objects() if issubclass(type(o), tensor) and _history(o)]
+
+
+@dataclass
+class Held:
+    """A container holding tensors with history: a list, a deque, a tuple or a set, or a dict
+    keyed by something other than names (`hist[epoch] = loss`). Holds them: drop it soon."""
+
+    container: Any
+    tensors: list[torch.Tensor]  # its newest elements with history, one level into records
+    length: int  # elements in the container (all of them)
+
+
+def _elements(value: Any) -> Iterator[Any]:
+    """The newest elements of a container, and the values of its small records."""
+    if isinstance(value, dict):
+        seq = list(itertools.islice(reversed(value.values()), MAX_ITEMS))
+    elif isinstance(value, (list, tuple)):
+        seq = value[-MAX_ITEMS:]
+    else:  # deque, set
+        seq = list(itertools.islice(reversed(value) if isinstance(value, collections.deque)
+                                    else iter(value), MAX_ITEMS))
+    for x in seq:
+        if isinstance(x, (tuple, list)) and len(x) <= SMALL:
+            yield from x
+        elif isinstance(x, dict) and len(x) <= SMALL:
+            yield from x.values()
+        else:
+            yield x
+
+
+def _namespace(d: dict, namespaces: set[int]) -> bool:
+    """A dict of names (a module's globals, an object's attributes, a record `{'loss': l}`):
+    its values are separate holders, never one pile."""
+    return id(d) in namespaces or all(type(k) is str for k in itertools.islice(d, SMALL * 4))
+
+
+def _record(o: Any) -> bool:
+    """A small tuple `(loss, acc)` or a small dict of names `{'loss': l}`: one entry of a log."""
+    if type(o) is tuple:
+        return len(o) <= SMALL
+    return isinstance(o, dict) and len(o) <= SMALL and all(type(k) is str for k in o)
+
+
+def containers_holding(tensors: list[torch.Tensor], own: Iterable[Any] = ()) -> list[Held]:
+    """The containers that hold any of `tensors` directly or through a small record (a tuple
+    `(loss, acc)`, a dict `{'loss': l}`), each with its newest elements that have history.
+    `own` are the caller's lists of these tensors (referrers too, never holders)."""
+    if not tensors:
+        return []
+    skip = {id(o) for o in own}
+    skip.add(id(tensors))
+    namespaces = {id(vars(m)) for m in list(sys.modules.values()) if hasattr(m, "__dict__")}
+    found: dict[int, Any] = {}
+    records: list[Any] = []
+    for r in gc.get_referrers(*tensors):
+        if id(r) in skip:
+            continue
+        if _record(r):
+            records.append(r)
+        elif isinstance(r, (*_SEQ, tuple, set)) or isinstance(r, dict) and not _namespace(r, namespaces):
+            found[id(r)] = r
+    if records:
+        skip.add(id(records))
+        for r in gc.get_referrers(*records):
+            if id(r) not in skip and (isinstance(r, (*_SEQ, tuple, set)) or
+                                      isinstance(r, dict) and not _namespace(r, namespaces)):
+                found[id(r)] = r
+    out = []
+    for c in found.values():
+        ts = [x for x in _elements(c) if isinstance(x, torch.Tensor) and _history(x)]
+        if ts:
+            out.append(Held(c, ts, len(c)))
+    return out
+
+
+def owning_module(t: torch.Tensor) -> tuple[torch.nn.Module, str] | None:
+    """(module, attribute) when a module keeps `t` as a buffer or a plain attribute (its own
+    state: a running statistic), read from the referrers; None otherwise."""
+    for d in gc.get_referrers(t):
+        if isinstance(d, torch.nn.Module):  # attributes kept inline (no __dict__ made yet)
+            attrs = [k for k, v in vars(d).items() if v is t]
+            if attrs:
+                return d, attrs[0]
+            continue
+        if not isinstance(d, dict):
+            continue
+        attrs = [k for k, v in d.items() if v is t and isinstance(k, str)]
+        if not attrs:
+            continue
+        for o in gc.get_referrers(d):
+            if isinstance(o, torch.nn.Module):
+                if getattr(o, "__dict__", None) is d or o.__dict__.get("_buffers") is d:
+                    return o, attrs[0]
+            elif isinstance(o, dict) and o.get("_buffers") is d:
+                for mod in gc.get_referrers(o):
+                    if isinstance(mod, torch.nn.Module) and getattr(mod, "__dict__", None) is o:
+                        return mod, attrs[0]
+    return None
