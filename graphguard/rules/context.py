@@ -217,10 +217,11 @@ class Evidence:
         self._live_optimizers = (self.iteration, [weakref.ref(o) for o in found])
         return found
 
-    def live_graph_tensors(self) -> list[torch.Tensor]:
+    def live_graph_tensors(self, young_only: bool = False) -> list[torch.Tensor]:
         """Every live tensor with a grad_fn, whoever holds it (capture/kept.py): one pass over the
-        collector, for GG101's looks only (a few per run), never per step. Drop them soon."""
-        return live_graph_tensors()
+        collector (`young_only`: its young generations), for GG101's looks only, never per step.
+        Drop them soon."""
+        return live_graph_tensors(young_only)
 
     def containers_holding(self, tensors: list[torch.Tensor], own: tuple[Any, ...] = ()) -> list[Held]:
         """The lists, deques, tuples, sets and keyed dicts that hold any of `tensors`, read from
