@@ -1,9 +1,11 @@
 """What the in-process DDP cases share (tests/cases/gg017_*, gg018_*, gg020_*, gg105_*): one gloo
 rank over a HashStore, and DDP's communication hook counting the buckets it all-reduces (on one
 rank no number changes, so the hook's calls are how a case shows what DDP did)."""
+import gc
 from contextlib import contextmanager
 
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 
 @contextmanager
@@ -12,7 +14,19 @@ def one_rank():
     try:
         yield
     finally:
+        _drop_reducers()
         dist.destroy_process_group()
+
+
+def _drop_reducers() -> None:
+    """Free the reducers of the DDP modules still alive (the case's locals) while their process
+    group is still registered. A reducer freed after destroy_process_group() is the group's last
+    owner, and gloo's destructor, joining its threads from that dealloc, was seen to hang a test
+    run (py-spy: ~ProcessGroupGloo in std::thread::join under Reducer's dealloc)."""
+    for o in gc.get_objects():
+        if issubclass(type(o), DistributedDataParallel):
+            o.__dict__.pop("reducer", None)
+    gc.collect()
 
 
 def counted(model):

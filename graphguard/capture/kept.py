@@ -39,8 +39,9 @@ def live_graph_tensors(young_only: bool = False) -> list[torch.Tensor]:
     `young_only`: only the objects of the collector's two young generations, the ones made or
     kept since its last full collection: a few thousand objects, where the whole heap of a
     program that imported transformers is 350,000 (about 70 ms a pass, measured). A value that
-    grows every iteration (a running sum's new tensor, a list's newest element) is young; what
-    refers to it is found from the referrers whatever its age."""
+    grows every iteration (a running sum's new tensor, a list's newest element) is usually
+    young; what refers to it is found from the referrers whatever its age, and the caller's
+    whole-heap looks catch the rest."""
     tensor = torch.Tensor
     objs = gc.get_objects(generation=0) + gc.get_objects(generation=1) if young_only else gc.get_objects()
     # type() and issubclass, not isinstance: isinstance asks `__class__` of lazy proxies, which
