@@ -30,7 +30,6 @@ FIRST = 8  # look at every iteration end up to this one; then at powers of two, 
 EVERY = 512
 MIN_SPAN = 3  # distinct iterations a holder must span: one kept loss, or two, is no pile
 FOLLOW_UPS = 3  # extra looks at the next iteration ends while something may be growing
-FULL_EVERY = 4096  # a look at the whole heap at iterations 1, 8, 64, 512, then every FULL_EVERY
 
 
 @dataclass
@@ -126,7 +125,6 @@ class GraphLeak(Rule):
 
     def __init__(self) -> None:
         self.checked_at = 0  # the last iteration at which the live graphs were looked at
-        self.full_at = 1  # the iteration from which the next look takes the whole heap
         self.follow = 0  # follow-up looks left before the next due one
         self.tokens = 0  # leaks reported so far; each one's token marks its nodes
         self.series: dict[int, Growth] = {}  # leak token -> graph nodes it keeps, per look
@@ -144,23 +142,21 @@ class GraphLeak(Rule):
         elif isinstance(event, GuardExit):
             if it == self.checked_at or it < MIN_SPAN - 1:
                 return None
-            return self._look(ev, it, full=True)
+            return self._look(ev, it)
         if it <= self.checked_at or not (it >= _next_due(self.checked_at) or self.follow):
             return None
         return self._look(ev, it)
 
-    def _look(self, ev: Evidence, it: int, full: bool = False) -> list[Detection]:
+    def _look(self, ev: Evidence, it: int) -> list[Detection]:
         due = it >= _next_due(self.checked_at)
         since = self.checked_at  # the previous look: what was made after it is new
         self.checked_at = it
         latest = it - 1  # the iteration that just ended
         budget = [BUDGET]
-        # the whole heap at a few looks (the last one at the guard's exit), else its young
-        # generations only (capture/kept.py): a pile always has a young newest value
-        if full or it >= self.full_at:
-            full = True
-            self.full_at = min(max(8, it * 8), (it // FULL_EVERY + 1) * FULL_EVERY)
-        live = ev.live_graph_tensors(young_only=not full)
+        # the whole heap at every look: the collector's young generations alone (cheaper) miss a
+        # value a collection has just promoted, which made the verdict depend on the collector's
+        # timing (a CI run lost growth points that way)
+        live = ev.live_graph_tensors()
         # values made since the last look (before any age is remembered on them)
         fresh = {id(t.grad_fn) for t in live if self._fresh(t.grad_fn, ev, since)}
         verdicts = [v for v in (self._single(t, ev, latest, fresh, budget) for t in live) if v is not None]
