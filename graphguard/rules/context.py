@@ -15,6 +15,7 @@ from ..capture.gradmode import GradSwitch
 from ..capture.graph import live_optimizers, summarize
 from ..capture.kept import Held, containers_holding, live_graph_tensors, owning_module
 from ..capture.marks import SequenceMarks
+from ..capture.modtree import ModuleTree, module_tree
 from ..capture.recorder import Recorder
 from ..capture.steps import StepTrail
 from ..capture.state import AddedTerm, Cut, InplaceRecord, LeafRecord, LeafSite, Mark, Packed, Stamp
@@ -231,6 +232,12 @@ class Evidence:
     def owning_module(self, t: torch.Tensor) -> tuple[torch.nn.Module, str] | None:
         """(module, attribute) when a module keeps `t` as a buffer or a plain attribute."""
         return owning_module(t)
+
+    def module_tree(self) -> ModuleTree:
+        """Every live module, which module registers each parameter and each module, and so the
+        chain up to a model's root (capture/modtree.py): one pass over the collector, whoever
+        holds the model. Ask at report time (once per judged step at most) and drop it soon."""
+        return module_tree()
 
     def claimed_by_superseding(self, rule: Any, leaf_site: LeafSite) -> bool:
         """Whether a rule that supersedes `rule` claimed the leaves of `leaf_site`."""

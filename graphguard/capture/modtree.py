@@ -1,0 +1,97 @@
+"""The live modules and how they nest, read from the collector: which module registers a
+parameter, which module registers a module, and the chain up to a model no module registers.
+
+Run-time evidence for the rules that group parameters by the layer that holds them (GG008) or ask
+whether a tensor belongs to a model at all (GG011), whatever holds the model and whether any name
+reaches it: a model in a closure, in a slotted dataclass, or three helpers deep is found the same
+as `model` in the training loop's frame.
+
+One pass over the collector's objects per tree: build it when a finding is about to be made or
+dropped (a step whose parameters got no gradient, an optimizer's construction), never per step.
+A tree holds the modules strongly: the caller drops it before the user's code runs again.
+"""
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+import torch
+
+__all__ = ["ModuleTree", "module_tree"]
+
+@dataclass
+class ModuleTree:
+    """Every live `nn.Module` with its registered children and parameters, indexed by id.
+
+    `parent[id(m)]` is (the module that registers `m`, the attribute or key); `owner[id(p)]` is
+    (the module that registers parameter `p` itself, its attribute). A module registered by two
+    parents (a shared layer) keeps the first one the collector lists."""
+
+    modules: list[torch.nn.Module] = field(default_factory=list)
+    parent: dict[int, tuple[torch.nn.Module, str]] = field(default_factory=dict)
+    owner: dict[int, tuple[torch.nn.Module, str]] = field(default_factory=dict)
+
+    def registering(self, p: Any) -> tuple[torch.nn.Module, str] | None:
+        """(module, attribute) of the module that registers `p` as its own parameter."""
+        return self.owner.get(id(p))
+
+    def parent_of(self, m: torch.nn.Module) -> torch.nn.Module | None:
+        """The module that registers `m` as a child; None for a model's root."""
+        hit = self.parent.get(id(m))
+        return hit[0] if hit is not None else None
+
+    def ancestors(self, m: torch.nn.Module) -> Iterator[torch.nn.Module]:
+        """The modules above `m`, nearest first, up to its root (a cycle ends the walk)."""
+        seen = {id(m)}
+        up = self.parent_of(m)
+        while up is not None and id(up) not in seen:
+            seen.add(id(up))
+            yield up
+            up = self.parent_of(up)
+
+    def root_of(self, m: torch.nn.Module) -> torch.nn.Module:
+        """The outermost module above `m` (itself when nothing registers it)."""
+        top = m
+        for top in self.ancestors(m):
+            pass
+        return top
+
+    def is_root(self, m: torch.nn.Module) -> bool:
+        return id(m) not in self.parent
+
+    def root_of_param(self, p: Any) -> torch.nn.Module | None:
+        hit = self.registering(p)
+        return self.root_of(hit[0]) if hit is not None else None
+
+    def member_of_container(self, m: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module] | None:
+        """(container, member) for the nearest ModuleList / ModuleDict at or above `m` with two or
+        more members: the container, and its member that holds `m` (a head per task, one of a
+        mixture's experts, a LayerDrop layer)."""
+        child = m
+        for up in self.ancestors(m):
+            if isinstance(up, (torch.nn.ModuleList, torch.nn.ModuleDict)) and len(up) >= 2:
+                return up, child
+            child = up
+        return None
+
+
+def module_tree(extra: Iterable[torch.nn.Module] = ()) -> ModuleTree:
+    """The tree of every live module (one pass over the collector's objects), plus `extra`
+    modules an untracked holder keeps."""
+    module = torch.nn.Module
+    # type() and issubclass, not isinstance: isinstance asks `__class__` of lazy proxies
+    mods = [o for o in gc.get_objects() if issubclass(type(o), module)]
+    seen = {id(m) for m in mods}
+    mods += [m for m in extra if id(m) not in seen]
+    tree = ModuleTree(modules=mods)
+    for m in mods:
+        children = m.__dict__.get("_modules") or {}
+        for k, c in children.items():
+            if c is not None:
+                tree.parent.setdefault(id(c), (m, k))
+        params = m.__dict__.get("_parameters") or {}
+        for k, p in params.items():
+            if p is not None:
+                tree.owner.setdefault(id(p), (m, k))
+    return tree
