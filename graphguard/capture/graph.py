@@ -208,6 +208,6 @@ def live_optimizers() -> list[Any]:
 
     One pass over the collector's objects: call it only when the guard knows no optimizer yet
     (before the first step), never per step."""
-    import gc
+    from .kept import live_instances
 
-    return [o for o in gc.get_objects() if isinstance(o, torch.optim.Optimizer)]
+    return live_instances(torch.optim.Optimizer)

@@ -19,7 +19,8 @@ from typing import Any, Iterable, Iterator
 
 import torch
 
-__all__ = ["live_graph_tensors", "Held", "containers_holding", "owning_module", "MAX_ITEMS"]
+__all__ = ["live_graph_tensors", "live_instances", "Held", "containers_holding", "owning_module",
+           "MAX_ITEMS"]
 
 MAX_ITEMS = 256  # elements of one container looked at (the newest ones)
 SMALL = 8  # a tuple or dict this small is one record (`(loss, acc)`): its container is the holder
@@ -42,11 +43,22 @@ def live_graph_tensors(young_only: bool = False) -> list[torch.Tensor]:
     grows every iteration (a running sum's new tensor, a list's newest element) is usually
     young; what refers to it is found from the referrers whatever its age, and the caller's
     whole-heap looks catch the rest."""
-    tensor = torch.Tensor
-    objs = gc.get_objects(generation=0) + gc.get_objects(generation=1) if young_only else gc.get_objects()
-    # type() and issubclass, not isinstance: isinstance asks `__class__` of lazy proxies, which
-    # imports or warns on their behalf
-    return [o for o in objs if issubclass(type(o), tensor) and _history(o)]
+    objs = gc.get_objects(generation=0) + gc.get_objects(generation=1) if young_only else None
+    return [o for o in live_instances(torch.Tensor, objs) if _history(o)]
+
+
+def live_instances(cls: type, objs: list[Any] | None = None) -> list[Any]:
+    """The objects the collector tracks (or of `objs`) whose type is `cls` or a subclass of it.
+
+    Filtered at C speed: the types of all objects, then the few hundred distinct types tested
+    once each, then the objects picked by a mask (a Python loop over 350,000 objects cost about
+    twice as much). type() and issubclass, not isinstance: isinstance asks `__class__` of lazy
+    proxies, which imports or warns on their behalf."""
+    if objs is None:
+        objs = gc.get_objects()
+    kinds = list(map(type, objs))
+    wanted = {k for k in set(kinds) if issubclass(k, cls)}
+    return list(itertools.compress(objs, map(wanted.__contains__, kinds)))
 
 
 @dataclass

@@ -12,11 +12,12 @@ A tree holds the modules strongly: the caller drops it before the user's code ru
 """
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import torch
+
+from .kept import live_instances
 
 __all__ = ["ModuleTree", "module_tree"]
 
@@ -79,9 +80,7 @@ class ModuleTree:
 def module_tree(extra: Iterable[torch.nn.Module] = ()) -> ModuleTree:
     """The tree of every live module (one pass over the collector's objects), plus `extra`
     modules an untracked holder keeps."""
-    module = torch.nn.Module
-    # type() and issubclass, not isinstance: isinstance asks `__class__` of lazy proxies
-    mods = [o for o in gc.get_objects() if issubclass(type(o), module)]
+    mods = live_instances(torch.nn.Module)
     seen = {id(m) for m in mods}
     mods += [m for m in extra if id(m) not in seen]
     tree = ModuleTree(modules=mods)

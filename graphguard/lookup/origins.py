@@ -165,6 +165,38 @@ def origin_of(obj: Any, frames: list[types.FrameType] | None = None) -> SourceLo
     return None
 
 
+def origin_in_tree(obj: Any, tree: Any) -> SourceLoc | None:
+    """The line that built `obj` (a parameter or a module) read up the module tree
+    (capture/modtree.ModuleTree) instead of from the modules the user's frames name: the
+    innermost user-written module above it that assigns it, or the layer holding it
+    (`self.body = nn.Linear(...)` for `body.weight`), a torch container's members dated by the
+    container's line. For a model no name reaches (held in a closure's cell, a slotted object)."""
+    if isinstance(obj, torch.Tensor):
+        hit = tree.registering(obj)
+        if hit is None:
+            return None
+        holder, attr = hit
+    elif isinstance(obj, torch.nn.Module):
+        up = tree.parent.get(id(obj))
+        if up is None:
+            return None
+        holder, attr = up
+    else:
+        return None
+    seen: set[int] = set()
+    while holder is not None and id(holder) not in seen:
+        seen.add(id(holder))
+        if _user_class(type(holder)) is not None:
+            loc = _in_class(holder, attr)
+            if loc is not None:
+                return loc
+        up = tree.parent.get(id(holder))
+        if up is None:
+            return None
+        holder, attr = up
+    return None
+
+
 def origin_of_name(name: str, frame: Frame, value: Any = None,
                    frames: list[types.FrameType] | None = None) -> SourceLoc | None:
     """The line that assigned `name` (as found in `frame`): `x = ...` before the frame's line,

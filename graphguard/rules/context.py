@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import torch
 
 from ..lookup.names import NameHit, find_held_object, find_name, find_names, find_objects, live_user_frames, resolve
-from ..lookup.origins import made_name, origin_of, origin_of_name
+from ..lookup.origins import made_name, origin_in_tree, origin_of, origin_of_name
 from ..lookup.source import assigned_targets, inplace_receivers, statement_at, target_lines
 from ..capture.ddp import DdpWindow, collective_calls, declared_unused, open_windows, reduced_windows
 from ..capture.gradmode import GradSwitch
@@ -23,6 +23,16 @@ from ..events import Clock, Event
 from ..model import Finding, Frame, Related, Role, Site, SourceLoc, Subject
 
 T = TypeVar("T")
+
+
+class _TreeKey:
+    """A stand-in event for the per-event memo (weakly referable)."""
+
+
+def _module_tree_of(event: Event) -> ModuleTree:
+    """The shared analysis behind `Evidence.module_tree(event)` (the tree does not depend on the
+    event: keyed by it so that it is built once while the event is judged)."""
+    return module_tree()
 
 __all__ = ["Evidence", "RuleContext", "assigned_name"]
 
@@ -93,6 +103,9 @@ class Evidence:
         # shared analyses of the event being judged: (analysis, id(event)) -> result
         self._memo: dict[tuple[Callable[..., Any], int], Any] = {}
         self._memo_events: list[weakref.ref] = []
+        # the key of the module tree asked for while an event is judged without the event at
+        # hand (origin's fallback): one tree per event, like `module_tree(event)`
+        self._tree_key = _TreeKey()
         # live_optimizers, once per iteration: (iteration, weak references to them)
         self._live_optimizers: tuple[int, list[weakref.ref]] | None = None
 
@@ -233,11 +246,14 @@ class Evidence:
         """(module, attribute) when a module keeps `t` as a buffer or a plain attribute."""
         return owning_module(t)
 
-    def module_tree(self) -> ModuleTree:
+    def module_tree(self, event: Event | None = None) -> ModuleTree:
         """Every live module, which module registers each parameter and each module, and so the
         chain up to a model's root (capture/modtree.py): one pass over the collector, whoever
-        holds the model. Ask at report time (once per judged step at most) and drop it soon."""
-        return module_tree()
+        holds the model. With `event`, one tree for every rule that asks while that event is
+        judged. Ask at report time or at an optimizer's construction, never per step."""
+        if event is None:
+            return module_tree()
+        return self.shared(_module_tree_of, event)
 
     def claimed_by_superseding(self, rule: Any, leaf_site: LeafSite) -> bool:
         """Whether a rule that supersedes `rule` claimed the leaves of `leaf_site`."""
@@ -497,8 +513,14 @@ class RuleContext(Evidence):
         nn.Linear(...)`), or the line that assigns its name. Report time only."""
         try:
             if hit is not None:
-                return origin_of_name(hit.name, hit.frame, hit.value)
-            return origin_of(t)
+                found = origin_of_name(hit.name, hit.frame, hit.value)
+            else:
+                found = origin_of(t)
+            if found is None and isinstance(t, (torch.nn.Parameter, torch.nn.Module)):
+                # no module the frames name holds it (a model in a closure's cell, a slotted
+                # object): up the module tree, whoever holds the model
+                found = origin_in_tree(t, self.module_tree(self._tree_key))
+            return found
         except Exception:  # wording only: never let a look-up fail a finding
             return None
 

@@ -8,7 +8,7 @@ import torch
 
 import weakref
 
-from ..capture.graph import registering_modules
+from ..capture.modtree import ModuleTree
 from ..capture.weakmap import WeakIdMap
 from ..lookup.owners import find_owner, user_modules
 from ..events import BackwardDone, GradRead, GuardExit, ParamGroupAdded, StepCall, StepDone
@@ -21,8 +21,8 @@ from .shared.nograd import switch_of_cuts
 from .shared.modules import is_container
 from .shared.reads import read_by_user, read_fails_on_none
 from .shared.steps import ClosureDeferral
-from .base import Rule, display
-from .context import RuleContext
+from .base import Detection, Rule, display
+from .context import Evidence, RuleContext
 
 __all__ = ["ParamWithoutGrad"]
 
@@ -192,9 +192,6 @@ class ParamWithoutGrad(Rule):
         self.asked: WeakIdMap[bool] = WeakIdMap()  # param -> details asked for it (light mode)
         self.last_leaves: list[Any] = []
         self.read_reported: WeakIdMap[int] = WeakIdMap()  # param -> backward count when its read was
-        # the last `.grad` read of an optimized parameter that returned None after a backward:
-        # (weakref, read site, subject, backward count), explained if the program then fails on it
-        self.none_read: tuple[Any, Any, Any, int] | None = None
         self.step_backwards = 0  # backward calls seen at the latest step of any optimizer
         self.root_cuts: set[int] = set()  # cut indices behind the roots of recent backwards
         self.given_trainable: WeakIdMap[bool] = WeakIdMap()  # params that required grad when given
@@ -205,88 +202,104 @@ class ParamWithoutGrad(Rule):
         # `reached` is already set for each (the steady state, judged without the per-parameter
         # bookkeeping)
         self.all_filled: WeakIdMap[list] = WeakIdMap()
+        # params that a live module registered when an optimizer was given them: one that no
+        # module registers at a later step belonged to a layer replaced since (dead weight)
+        self.given_registered: WeakIdMap[bool] = WeakIdMap()
+        # the last `.grad` read of an optimized parameter that returned None after a backward,
+        # described while the read's frames were live: (weakref, read site, backward count, the
+        # finding), reported if the program then fails on the None
+        self.none_read_finding: tuple[Any, Any, int, Finding] | None = None
+        self.cut_told: WeakIdMap[set] = WeakIdMap()  # param -> (cut's line and op, step's line) told
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+    # ---- detect: from capture data only -----------------------------------------------------------
+    def detect(self, event: Any, ev: Evidence) -> list[Detection] | None:
         if isinstance(event, BackwardDone):
             self.backwards += 1
             # the cuts the loss was computed from: the ones that explain a missing gradient (a
             # `w.detach().clone()` snapshot for logging is a cut too, but not on the loss's path)
             for r in event.call.roots[:8]:
-                self.root_cuts.update(c.index for c in ctx.cuts_behind(r))
-            if ctx.recording_details():
+                self.root_cuts.update(c.index for c in ev.cuts_behind(r))
+            if ev.recording_details():
                 # the leaves the last backward reached (weakly): which model the loss came from
                 self.last_leaves = [weakref.ref(v) for v in event.call.scan.leaves[:4096]]
             return None
         if isinstance(event, GradRead):
-            return self._judge_read(event, ctx)
+            return self._detect_read(event, ev)
         if isinstance(event, GuardExit):
-            return self._explain_none_read(event, ctx)
+            return self._detect_failed_read(event)
         if isinstance(event, ParamGroupAdded):
-            if event.optimizer not in self.opt_sites:
-                self.opt_sites[event.optimizer] = event.site
-            for q in event.params:
-                if isinstance(q, torch.Tensor) and q.requires_grad:
-                    self.given_trainable[q] = True
+            self._note_given(event, ev)
             return None
         if self.closures.defer(event):
             return None
-        return self._judge(event, ctx)
-
-    def _judge(self, event: Any, ctx: RuleContext) -> list[Finding]:
         self.step_backwards = self.backwards
         try:
-            return self._judge_step(event, ctx)
+            return self._judge_step(event, ev)
         finally:
             self.root_cuts.clear()  # the next step is judged by the backwards before it
 
-    def _judge_step(self, event: Any, ctx: RuleContext) -> list[Finding]:
-        start, self.window_start = self.window_start, ctx.iteration + (0 if isinstance(event, StepDone) else 1)
+    def _note_given(self, event: ParamGroupAdded, ev: Evidence) -> None:
+        if event.optimizer not in self.opt_sites:
+            self.opt_sites[event.optimizer] = event.site
+        params = [q for q in event.params if isinstance(q, torch.Tensor)]
+        for q in params:
+            if q.requires_grad:
+                self.given_trainable[q] = True
+        if any(isinstance(q, torch.nn.Parameter) for q in params):
+            # which of them a live module registers (one pass over the collector per optimizer
+            # construction or add_param_group, shared with GG011's look at the same event)
+            tree = ev.module_tree(event)
+            for q in params:
+                if tree.registering(q) is not None:
+                    self.given_registered[q] = True
+
+    def _judge_step(self, event: Any, ev: Evidence) -> list[Detection]:
+        start, self.window_start = self.window_start, ev.iteration + (0 if isinstance(event, StepDone) else 1)
         opt = event.optimizer
         backwards = self.backwards - self.seen.get(opt, 0)
         self.seen[opt] = self.backwards
         params = [p for group in opt.param_groups for p in group["params"]]
         if self._still_filled(opt, params):
             return []
-        out = []
+        out: list[Detection] = []
         unreached = []
         cut: list[tuple[torch.Tensor, list]] = []
         filled: set[int] | None = None
         trainable = 0
         frozen_later = []
-        for group in event.optimizer.param_groups:
-            for p in group["params"]:
-                if not isinstance(p, torch.Tensor):
-                    continue
-                if not p.requires_grad:
-                    if p.grad is None and p in self.given_trainable:
-                        frozen_later.append(p)
-                    continue
-                trainable += 1
-                if p.grad is not None:
-                    self.reached[p] = True
-                    continue
-                if filled is None:
-                    filled = {id(v) for v in (r() for r in self.last_leaves) if v is not None}
-                if id(p) in filled:
-                    continue  # the last backward reached it: its .grad was cleared since (GG010's)
-                cuts = self._cuts(ctx, p, start)
-                if cuts and p in self.reached and not any(c.index in self.root_cuts for c in cuts):
-                    # No cut on this loss's path, and p had a gradient at an earlier step: the
-                    # forward did not use it this time (a layer dropped, another task's head), and
-                    # the cuts behind it are of an earlier graph (`loss.item()` logged after the
-                    # step), not what stopped its gradient now.
-                    cuts = []
-                if cuts:
-                    if self.read_reported.get(p) != self.backwards and not (
-                            any(c.index in self.root_cuts for c in cuts) and switch_of_cuts(cuts)):
-                        cut.append((p, cuts))
-                    # else: cut from the loss by the user's own no_grad region only (GG014's)
-                    continue
-                if backwards and p not in self.reached:
-                    self.none_steps[p] = self.none_steps.get(p, 0) + 1
-                    if p not in self.none_since:
-                        self.none_since[p] = ctx.optimizer_steps()
-                    unreached.append(p)
+        for p in params:
+            if not isinstance(p, torch.Tensor):
+                continue
+            if not p.requires_grad:
+                if p.grad is None and p in self.given_trainable:
+                    frozen_later.append(p)
+                continue
+            trainable += 1
+            if p.grad is not None:
+                self.reached[p] = True
+                continue
+            if filled is None:
+                filled = {id(v) for v in (r() for r in self.last_leaves) if v is not None}
+            if id(p) in filled:
+                continue  # the last backward reached it: its .grad was cleared since (GG010's)
+            cuts = self._cuts(ev, p, start)
+            if cuts and p in self.reached and not any(c.index in self.root_cuts for c in cuts):
+                # No cut on this loss's path, and p had a gradient at an earlier step: the
+                # forward did not use it this time (a layer dropped, another task's head), and
+                # the cuts behind it are of an earlier graph (`loss.item()` logged after the
+                # step), not what stopped its gradient now.
+                cuts = []
+            if cuts:
+                if self.read_reported.get(p) != self.backwards and not (
+                        any(c.index in self.root_cuts for c in cuts) and switch_of_cuts(cuts)):
+                    cut.append((p, cuts))
+                # else: cut from the loss by the user's own no_grad region only (GG014's)
+                continue
+            if backwards and p not in self.reached:
+                self.none_steps[p] = self.none_steps.get(p, 0) + 1
+                if p not in self.none_since:
+                    self.none_since[p] = ev.optimizer_steps()
+                unreached.append(p)
         if trainable == len(params) and filled is None:  # every one trainable, with a gradient
             try:
                 self.all_filled[opt] = [weakref.ref(p) for p in params]
@@ -300,19 +313,32 @@ class ParamWithoutGrad(Rule):
             # and a backward ran since: this step updates nothing. A `requires_grad(D, False)`
             # toggle left on from another part of the iteration (a GAN's regularization step
             # run while the discriminator is still frozen for the other network's update).
-            # Names come from the live frames: judged in light mode too (it may first happen
-            # late, every few iterations).
+            # Judged in light mode too (it may first happen late, every few iterations).
             self.idle_reported[opt] = True
             self.frozen_reported[opt] = True
-            out.extend(self._idle_step(ctx, event, frozen_later))
-        if frozen_later and opt not in self.frozen_reported and backwards and ctx.recording_details():
+            out.append(Detection("idle-step", frozen_later[0], {"params": frozen_later}))
+        if frozen_later and opt not in self.frozen_reported and backwards and ev.recording_details():
             self.frozen_reported[opt] = True
-            out.extend(self._frozen_later(ctx, event, frozen_later))
-        for members, cuts in self._by_cut_module(ctx, cut):
-            out.append(self._cut_finding(ctx, event, members, cuts))
+            tree = ev.module_tree(event)
+            for members in _by_registering(tree, frozen_later)[:2]:
+                out.append(Detection("frozen-after-optimizer", members[0], {"params": members}))
+        # a cut told before (the same parameter, cut at the same op, at the same step line) is
+        # the same report: not grouped and described again at every judged step
+        fresh = [(p, cuts) for p, cuts in cut if _told_key(cuts, event) not in self.cut_told.get(p, ())]
+        if fresh:
+            wrong = self._unheld_trained(ev, opt)
+            tree = ev.module_tree(event) if len(fresh) > 1 else None
+            for members, cuts in _by_cut_module(tree, fresh):
+                out.append(Detection("wrong-optimizer" if wrong else "cut-by-op", members[0],
+                                     {"params": members, "cuts": cuts, "unheld": wrong}))
+            for p, cuts in fresh:
+                told = self.cut_told.get(p)
+                if told is None:
+                    told = self.cut_told[p] = set()
+                told.add(_told_key(cuts, event))
         if unreached and not out and not cut:
-            if ctx.recording_details():
-                out.extend(self._unreached(ctx, event, unreached, trainable))
+            if ev.recording_details():
+                out.extend(self._unreached(ev, event, unreached, trainable))
             else:
                 # light mode (a parameter group added late, a layer first called late): naming
                 # the parameters needs recording; the next steps report them (once per parameter)
@@ -320,7 +346,7 @@ class ParamWithoutGrad(Rule):
                 if new:
                     for p in new:
                         self.asked[p] = True
-                    ctx.want_details()
+                    ev.want_details()
         return out
 
     def _still_filled(self, opt: Any, params: list[Any]) -> bool:
@@ -335,126 +361,216 @@ class ParamWithoutGrad(Rule):
                 return False
         return True
 
-    def _judge_read(self, event: GradRead, ctx: RuleContext) -> list[Finding] | None:
-        """The user reads `.grad` of an optimized parameter after a backward, and it is None:
-        remembered, and explained if the program then fails on the None (`param.grad.data`)."""
+    def _detect_read(self, event: GradRead, ev: Evidence) -> list[Detection] | None:
+        """The user reads `.grad` of an optimized parameter after a backward, and it is None: a
+        read that finds None may be by design (`if p.grad is not None`, a head unused this
+        iteration), so it is reported only if the program then fails on the None. When the very
+        next instruction uses the value as an object (`param.grad.data`), now, before Python's
+        error; otherwise it is described now (while the read's frames are live) and reported if
+        the guard later closes on that failure."""
         p = event.tensor
-        if not isinstance(p, torch.Tensor) or not ctx.is_optimized(p):
+        if not isinstance(p, torch.Tensor) or not ev.is_optimized(p):
             return None
-        in_step = ctx.in_optimizer_step()  # a step written by the user reading every parameter
+        in_step = ev.in_optimizer_step()  # a step written by the user reading every parameter
         if not in_step and (not p.requires_grad or self.backwards <= self.step_backwards
                             or self.read_reported.get(p) == self.backwards):
             return None  # only reads after a backward of this iteration
         if p.grad is not None or not read_by_user():
             return None
-        # a read that finds None may be by design (`if p.grad is not None`, a head unused this
-        # iteration): judged only if the program then fails on the None; the names are looked up
-        # now, while the frames are live (once per parameter and backward)
-        if self.none_read is None or self.none_read[0]() is not p or self.none_read[3] != self.backwards:
-            self.none_read = (weakref.ref(p), event.site, _param_subject(ctx, p), self.backwards)
-        if read_fails_on_none():
-            # `param.grad.data`: the very next instruction raises on the None; report now, before
-            # the AttributeError, rather than explain it once the program has failed
-            pending, self.none_read = self.none_read, None
+        now = read_fails_on_none()
+        pending = self.none_read_finding
+        if not now and pending is not None and pending[0]() is p and pending[2] == self.backwards:
+            return None  # described already for this parameter and backward
+        cuts = self._cuts(ev, p, self.window_start) if p.requires_grad else []
+        message = "read-none-frozen" if not p.requires_grad else (
+            "read-none-cut" if cuts else "read-none-unreached")
+        if now:
             self.read_reported[p] = self.backwards
-            return self._none_read_finding(ctx, pending, before_crash=True)
-        return None
+            self.none_read_finding = None
+        return [Detection(message, p, {"site": event.site, "cuts": cuts, "now": now})]
 
-    def _cuts(self, ctx: RuleContext, p: torch.Tensor, start: int) -> list:
-        """The recorded cuts behind `p` since `start`, those on the loss's path first (only those,
-        when there are some)."""
-        cuts = [c for c in ctx.cuts_for_leaf(p) if c.iteration >= start]
-        on_path = [c for c in cuts if c.index in self.root_cuts]
-        return on_path or cuts
-
-    def _explain_none_read(self, event: GuardExit, ctx: RuleContext) -> list[Finding] | None:
-        """The program failed on a `.grad` that was None (`param.grad.data`): the read was of an
-        optimized parameter that the last backward did not reach. Reported after the fact."""
-        pending, self.none_read = self.none_read, None
+    def _detect_failed_read(self, event: GuardExit) -> list[Detection] | None:
+        """The program failed on a `.grad` that was None (`norm(p.grad)` fails inside the call):
+        the failing stack passes through the line of the last None read described. Reported
+        after the fact."""
+        pending, self.none_read_finding = self.none_read_finding, None
         exc = event.exc
         if pending is None or not isinstance(exc, (AttributeError, TypeError)) or "NoneType" not in str(exc):
             return None
-        ref, site, subject, _ = pending
+        _, site, _, finding = pending
         tb, lines = exc.__traceback__, set()
-        while tb is not None:  # the read's line is on the failing stack (`norm(p.grad)` fails inside)
+        while tb is not None:  # the read's line is on the failing stack
             lines.add((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
             tb = tb.tb_next
         if not site or (site[0].file, site[0].line) not in lines:
             return None
-        return self._none_read_finding(ctx, pending, before_crash=False)
+        return [Detection(finding.message_id.split(".", 1)[1], None, {"finding": finding})]
 
-    def _none_read_finding(self, ctx: RuleContext, pending: tuple, before_crash: bool) -> list[Finding]:
-        """The finding for a `.grad` read as None that the program fails on (pending: the
-        parameter weakly, the read's site, its subject, the backward count)."""
-        ref, site, subject, _ = pending
-        p = ref()
+    def _cuts(self, ev: Evidence, p: torch.Tensor, start: int) -> list:
+        """The recorded cuts behind `p` since `start`, those on the loss's path first (only those,
+        when there are some)."""
+        cuts = [c for c in ev.cuts_for_leaf(p) if c.iteration >= start]
+        on_path = [c for c in cuts if c.index in self.root_cuts]
+        return on_path or cuts
+
+    def _unheld_trained(self, ev: Evidence, opt: Any) -> list[torch.nn.Parameter] | None:
+        """When no parameter `opt` holds has a gradient at its step, another optimizer holds them
+        all too, and the last backward reached Parameters that no optimizer holds and that now
+        have one: those Parameters (`opt` is a GAN's second optimizer built over the generator
+        again; the backward trained the discriminator)."""
+        if opt is None:
+            return None
+        mine = [q for g in opt.param_groups for q in g["params"]
+                if isinstance(q, torch.Tensor) and q.requires_grad]
+        if not mine or any(q.grad is not None for q in mine):
+            return None
+        # every one of them is also another optimizer's (`optm_d` built over the generator that
+        # `optm_g` holds): a copy of another optimizer, not one whose parameters a cut keeps out
+        others = [o for o in (r() for r, _ in list(self.opt_sites.entries.values()))
+                  if o is not None and o is not opt]
+        elsewhere = {id(q) for o in others for g in o.param_groups for q in g["params"]}
+        if not all(id(q) in elsewhere for q in mine):
+            return None
+        held = {id(q) for q in mine}
+        unheld = [v for v in (r() for r in self.last_leaves) if v is not None]
+        unheld = [v for v in unheld if isinstance(v, torch.nn.Parameter) and id(v) not in held
+                  and v.grad is not None and not ev.is_optimized(v)]
+        return unheld or None
+
+    def _unreached(self, ev: Evidence, event: Any, params: list[torch.Tensor],
+                   trainable: int) -> list[Detection]:
+        """Parameters that never reached a graph while the optimizer stepped: one detection per
+        module that registers them (at most four), by what the run shows of them."""
+        every = len(params) == trainable
+        if not every:
+            params = [p for p in params if self.none_steps.get(p, 0) >= self.UNREACHED_STEPS]
+        params = [p for p in params if p not in self.reported]
+        if not params:
+            return []  # (before the tree: a pass over the collector, only for something to tell)
+        tree = ev.module_tree(event)
+        if not every:
+            selected = self._selected_members(tree, params)
+            steps = ev.optimizer_steps()
+            waiting = {id(p) for p in params if id(p) in selected
+                       and steps - self.none_since.get(p, steps) < self.SELECTED_STEPS}
+            for p in params:
+                if id(p) in waiting:
+                    self.asked.pop(p)  # judged again at the next steps, also in light mode
+            params = [p for p in params if id(p) not in waiting]
+            # A Parameter no live module registers any more, though one did when the optimizer
+            # was given it (the layer it belonged to was replaced and the new one is used), is
+            # dead weight in the optimizer, not a part of the model that fails to learn; the
+            # new layer's own trouble, if any, is GG011's. Judged once.
+            dead = [p for p in params if tree.registering(p) is None
+                    and isinstance(p, torch.nn.Parameter) and p in self.given_registered]
+            for p in dead:
+                self.reported[p] = True
+            params = [p for p in params if p not in self.reported]
+        if not params:
+            return []
+        for p in params:
+            self.reported[p] = True
+        out = []
+        for members in _by_registering(tree, params)[:4]:
+            p = members[0]
+            reg = tree.registering(p)
+            module = reg[0] if reg is not None else None
+            facts: dict[str, Any] = {"params": members, "every": every, "module": module,
+                                     "attr": reg[1] if reg is not None else None}
+            if every:
+                message = "optimizer-unreached"
+            elif ev.ddp_unused_declared(p):
+                # DDP was told some parameters may get no gradient (find_unused_parameters=True):
+                # a layer kept but unused is the program's stated choice. Told, not alarmed.
+                message = "ddp-unused"
+            elif all(ev.leaf_read(q) for q in members):
+                # The forward reads it, but what it computes never reaches a loss: a pretrained
+                # model's pooler or an extra head whose output is left unused is a correct
+                # program (DDP's find_unused_parameters case), a forgotten loss term is not.
+                # Told, not alarmed.
+                message = "output-unused"
+            elif module is not None and not _covers(module, members):
+                # one parameter of a module whose other parameters train (a prompt tensor the
+                # forward reads as `.data`): the parameter is what gets no gradient
+                message = "unused-in-module"
+            else:
+                message = "never-called"
+            out.append(Detection(message, p, facts))
+        return out
+
+    def _selected_members(self, tree: ModuleTree, params: list[torch.Tensor]) -> set[int]:
+        """The ids of those of `params` that belong to one member of a ModuleList / ModuleDict
+        (two members or more) while a parameter of another member of it got a gradient at some
+        step: a module the forward selects per step (a head per task, LayerDrop, mixture-of-
+        experts routing), not one it never calls. Read from the module tree, whoever holds the
+        model."""
+        out: set[int] = set()
+        verdicts: dict[tuple[int, int], bool] = {}  # (container, member) -> another member trained
+        for p in params:
+            reg = tree.registering(p)
+            if reg is None:
+                continue
+            child = reg[0]
+            for up in tree.ancestors(reg[0]):
+                if isinstance(up, (torch.nn.ModuleList, torch.nn.ModuleDict)) and len(up) >= 2:
+                    key = (id(up), id(child))
+                    if key not in verdicts:
+                        verdicts[key] = any(q in self.reached for c in up.children() if c is not child
+                                            for q in c.parameters())
+                    if verdicts[key]:
+                        out.add(id(p))
+                        break
+                child = up
+        return out
+
+    # ---- describe: names and words ----------------------------------------------------------------
+    def describe(self, d: Detection, event: Any, ctx: RuleContext) -> Finding | None:
+        if "finding" in d.facts:  # a None read described at the read, failed on since
+            return replace(d.facts["finding"], before_crash=False)
+        if d.message.startswith("read-none-"):
+            finding = self._none_read_finding(ctx, d)
+            if d.facts["now"]:
+                return finding
+            # kept until the guard closes: reported only if the program fails on the None
+            self.none_read_finding = (weakref.ref(d.subject), d.facts["site"], self.backwards, finding)
+            return None
+        if d.message == "idle-step":
+            return self._idle_step(ctx, event, d.facts["params"])
+        if d.message == "frozen-after-optimizer":
+            return self._frozen_later(ctx, event, d.facts["params"])
+        if d.message in ("cut-by-op", "wrong-optimizer"):
+            return self._cut_finding(ctx, event, d)
+        return self._unreached_finding(ctx, event, d)
+
+    def _none_read_finding(self, ctx: RuleContext, d: Detection) -> Finding:
+        """The finding for a `.grad` read as None that the program fails on."""
+        p, site, cuts = d.subject, d.facts["site"], d.facts["cuts"]
+        subject = _param_subject(ctx, p)
         name = subject.name
         opt = next((o for o in (r() for r, _ in list(self.opt_sites.entries.values())) if o is not None
-                    and p is not None and any(q is p for g in o.param_groups for q in g["params"])), None)
+                    and any(q is p for g in o.param_groups for q in g["params"])), None)
         made = _built_at(self.opt_sites.get(opt)) if opt is not None else None
-        cuts = self._cuts(ctx, p, self.window_start) if p is not None and p.requires_grad else []
         args: dict[str, Any] = {}
-        if p is not None and not p.requires_grad:
-            message = "read-none-frozen"
+        if d.message == "read-none-frozen":
             fix = ("give the optimizer only the trainable parameters: "
                    "filter(lambda p: p.requires_grad, model.parameters()), or skip parameters whose "
                    ".grad is None in the step")
-        elif cuts:
-            message = "read-none-cut"
-            args = {"op": describe_op(cuts[0]), "line": cuts[0].site[0].line if cuts[0].site else "?"}
         else:
-            message = "read-none-unreached"
-        if p is None or p.requires_grad:
             fix = (f"keep {name or 'the parameter'} on a differentiable path to the loss (use the "
                    "values, not the indices; a soft selection), or skip parameters whose .grad is None")
+        if d.message == "read-none-cut":
+            args = {"op": describe_op(cuts[0]), "line": cuts[0].site[0].line if cuts[0].site else "?"}
         related = cut_related(ctx, cuts)
         if cuts and cuts[0].site:
             related.append(Related(Role.FIX_AT, None, describe_op(cuts[0]), ctx.loc(cuts[0].site)))
         elif made is not None:
             related.append(Related(Role.FIX_AT, None, "optimizer", made))
         args.update({"fix": fix, "name": display(name, "A parameter")})
-        return [self.finding(ctx, subject, ctx.loc(site), fix, args, related,
-                             before_crash=before_crash, message=message)]
+        return self.finding(ctx, subject, ctx.loc(site), fix, args, related,
+                            before_crash=True, message=d.message)
 
-    def _by_cut_module(self, ctx: RuleContext, cut: list[tuple[torch.Tensor, list]]
-                       ) -> list[tuple[list[torch.Tensor], list]]:
-        """Cut parameters grouped by module: when every trainable parameter of a module the user
-        names (`model.encoder`) lost its gradient to the same cut, one group for the module."""
-        if len(cut) < 2:
-            return [([p], cuts) for p, cuts in cut]
-        by_label: dict[Any, list[tuple[torch.Tensor, list]]] = {}
-        for p, cuts in cut:
-            hit = ctx.name_of(p)
-            name = hit.name if hit else None
-            label = name.rsplit(".", 1)[0] if name and "." in name else None
-            key = (label, cuts[0].index) if label else id(p)
-            by_label.setdefault(key, []).append((p, cuts))
-        out = []
-        whole: dict[Any, list[tuple[list[torch.Tensor], list]]] = {}
-        for key, items in by_label.items():
-            members = [p for p, _ in items]
-            module = _resolve_module(key[0]) if isinstance(key, tuple) and len(members) > 1 else None
-            if module is None or not _covers(module, members):
-                out.extend(([p], cuts) for p, cuts in items)
-                continue
-            label = key[0]
-            # the layers of one container (`model.layers[0]`, `[1]`, ...), cut together: one
-            # group; so are the layers of one named module of the user's (`model.block.theta`,
-            # `model.block.phi`: the block is what the cut leaves without gradient)
-            up = _parent_label(label)
-            whole.setdefault((up, key[1], label.endswith("]")) if up else key, []).append(
-                (members, items[0][1]))
-        for key, groups in whole.items():
-            members = [p for ms, _ in groups for p in ms]
-            parent = _resolve_module(key[0]) if len(groups) > 1 and isinstance(key[0], str) else None
-            if parent is not None and (is_container(parent) or not key[2]) and _covers(parent, members):
-                out.append((members, groups[0][1]))
-            else:
-                out.extend(groups)
-        return out
-
-    def _cut_finding(self, ctx: RuleContext, event: Any, params: list[torch.Tensor],
-                     cuts: list) -> Finding:
+    def _cut_finding(self, ctx: RuleContext, event: Any, d: Detection) -> Finding:
+        params, cuts = d.facts["params"], d.facts["cuts"]
         p = params[0]
         subject = ctx.subject(p, kind="parameter")
         if len(params) > 1 and subject.name:
@@ -490,232 +606,154 @@ class ParamWithoutGrad(Rule):
                 subject = replace(subject, name=label, kind="module",
                                   created_at=origin_of(module) or subject.created_at)
         name = subject.name
+        unnamed = "A parameter"
+        if name is None:
+            # no name reaches it (a model in a closure's cell): described by its layer, dated
+            # by the line that built that layer (issue 29)
+            reg = ctx.module_tree(event).registering(p)
+            if reg is not None:
+                module, attr = reg
+                unnamed = (f"A {type(module).__name__} module" if len(params) > 1 else
+                           f"Parameter `{attr}` (shape {tuple(p.shape)}) of a {type(module).__name__} module")
+                subject = replace(subject, created_at=origin_of(module) or origin_of(p) or subject.created_at)
         first = cuts[0]
         fix = fix_for_cut(first, name or "the parameter")
         line = first.site[0].line if first.site else "?"
-        message = "cut-by-op"
         args: dict[str, Any] = {}
         related = cut_related(ctx, cuts)
-        wrong = self._trains_unheld(ctx, event.optimizer)
-        if wrong is not None:
+        if d.message == "wrong-optimizer":
             # The backward before this step reaches none of what the optimizer holds, and trains
             # a model no optimizer holds (a GAN's second optimizer built over the generator
             # again): the cut is the program's own (the D step's fake.detach()), the
             # optimizer's construction is what to fix.
-            other, opt_name, built = wrong
-            message = "wrong-optimizer"
+            other, what = _unheld_name(ctx, d.facts["unheld"], ctx.module_tree(event))
+            opt_hit = ctx.name_of(event.optimizer)
+            opt_name = opt_hit.name if opt_hit else "the optimizer"
             args = {"opt": opt_name, "cut_name": name or "them", "other": other}
-            fix = f"build {opt_name} over {other}.parameters()"
-            related = ctx.fix_at(built, opt_name, "optimizer") + related
+            fix = f"build {opt_name} over {what}"
+            related = ctx.fix_at(ctx.loc(self.opt_sites.get(event.optimizer)), opt_name, "optimizer") + related
         elif first.site:
             related.append(Related(Role.FIX_AT, None, describe_op(first), ctx.loc(first.site), first.iteration))
         related += [Related(Role.NO_GRADIENT, ctx.name_of(q).name if ctx.name_of(q) else None, None,
                             ctx.subject(q).created_at) for q in params[1:4]]
         args.update({"op": describe_op(first), "line": line, "fix": fix,
-                     "name": display(name, "A parameter")})
+                     "name": display(name, unnamed)})
         return self.finding(
-            ctx, subject, ctx.loc(event.site), fix, args, related, message=message,
+            ctx, subject, ctx.loc(event.site), fix, args, related, message=d.message,
             graph=cut_snapshot(ctx, cuts, params, f"GG008: {name or 'parameter'} gets no gradient",
                                entry_site=event.site, entry_op="optimizer.step()"))
 
-    def _trains_unheld(self, ctx: RuleContext, opt: Any) -> tuple[str, str, Any] | None:
-        """When no parameter `opt` holds has a gradient at its step, another optimizer holds them
-        all too, and the last backward reached registered parameters that no optimizer holds and
-        that now have one: (the user's name for the module holding those, the optimizer's name,
-        where it is built). Report time only (the last backward's leaves are kept while
-        recording)."""
-        if opt is None:
-            return None
-        mine = [q for g in opt.param_groups for q in g["params"]
-                if isinstance(q, torch.Tensor) and q.requires_grad]
-        if not mine or any(q.grad is not None for q in mine):
-            return None
-        # every one of them is also another optimizer's (`optm_d` built over the generator that
-        # `optm_g` holds): a copy of another optimizer, not one whose parameters a cut keeps out
-        others = [o for o in (r() for r, _ in list(self.opt_sites.entries.values()))
-                  if o is not None and o is not opt]
-        elsewhere = {id(q) for o in others for g in o.param_groups for q in g["params"]}
-        if not all(id(q) in elsewhere for q in mine):
-            return None
-        held = {id(q) for q in mine}
-        unheld = [v for v in (r() for r in self.last_leaves) if v is not None]
-        unheld = [v for v in unheld if isinstance(v, torch.nn.Parameter) and id(v) not in held
-                  and v.grad is not None and not ctx.is_optimized(v)]
-        if not unheld:
-            return None
-        hit = ctx.name_of(unheld[0])
-        label = hit.name.rsplit(".", 1)[0] if hit and "." in hit.name else None
-        owner = _owning_module(ctx, unheld, label)
-        if owner is not None:
-            other = owner[0]
-        elif label is not None:
-            other = label
-        else:
-            return None
-        opt_hit = ctx.name_of(opt)
-        return (other, opt_hit.name if opt_hit else "the optimizer",
-                ctx.loc(self.opt_sites.get(opt)))
-
-    def _unreached(self, ctx: RuleContext, event: Any, params: list[torch.Tensor],
-                   trainable: int) -> list[Finding]:
-        every = len(params) == trainable
-        if not every:
-            params = [p for p in params if self.none_steps.get(p, 0) >= self.UNREACHED_STEPS]
-            params = [p for p in params if p not in self.reported]
-            selected = self._selected_members(params)
-            steps = ctx.optimizer_steps()
-            waiting = {id(p) for p in params if id(p) in selected
-                       and steps - self.none_since.get(p, steps) < self.SELECTED_STEPS}
-            for p in params:
-                if id(p) in waiting:
-                    self.asked.pop(p)  # judged again at the next steps, also in light mode
-            params = [p for p in params if id(p) not in waiting]
-        params = [p for p in params if p not in self.reported]
-        if not params:
-            return []
-        for p in params:
-            self.reported[p] = True
+    def _unreached_finding(self, ctx: RuleContext, event: Any, d: Detection) -> Finding:
+        members: list[torch.Tensor] = d.facts["params"]
+        module, attr = d.facts["module"], d.facts["attr"]
+        message = d.message
+        p = members[0]
         opt_hit = ctx.name_of(event.optimizer)
         opt_name = opt_hit.name if opt_hit else "the optimizer"
         made = ctx.loc(self.opt_sites.get(event.optimizer))
-        groups = _by_module(ctx, params)
-        trained = self._trained_module(params) if every else None
-        owners: dict[int, tuple[torch.nn.Module, str]] = {}
-        if not every:
-            # A parameter no live module registers any more (the layer it belonged to was
-            # replaced and the new one is used) is dead weight in the optimizer, not a part of the
-            # model that fails to learn; the new layer's own trouble, if any, is GG011's. Decided
-            # from the objects (which module still registers it), not from whether a name is
-            # found: a module the name search cannot reach (a slotted dataclass, a deep
-            # container) is grouped by the module itself and worded without a name.
-            unnamed = [p for label, members in groups if label is None for p in members]
-            owners = registering_modules(unnamed)
-            by_owner: dict[int, list[torch.Tensor]] = {}
-            for p in unnamed:
-                if id(p) in owners:
-                    by_owner.setdefault(id(owners[id(p)][0]), []).append(p)
-            groups = [(label, members) for label, members in groups if label is not None]
-            groups += [(None, members) for members in by_owner.values()]
-        out = []
-        for label, members in groups[:4]:
-            p = members[0]
-            subject = ctx.subject(p, kind="parameter")
-            unnamed_desc = None  # the best description of an unnamed parameter (issue 29)
-            if label is None and id(p) in owners:
-                module, attr = owners[id(p)]
-                subject = replace(subject, created_at=origin_of(module) or subject.created_at)
-                unnamed_desc = (f"parameter `{attr}` (shape {tuple(p.shape)}) of a "
-                                f"{type(module).__name__} module that {opt_name} holds")
-            part_of = None  # the module whose other parameters do train, when it is named
-            read_at: list[Related] = []  # where that module's forward reads the parameter
-            if trained is not None:
-                # the model the loss is computed from is not the one the optimizer holds
-                subject = replace(subject, name=trained[0], kind="module",
-                                  created_at=origin_of(trained[1]) or subject.created_at)
-            elif label is not None:
-                owner = ctx.frames() and _resolve_module(label)
-                if owner is not None and not _covers(owner, members):
-                    # one parameter of a module whose other parameters train (a prompt tensor
-                    # the forward reads as `.data`): the parameter is what gets no gradient,
-                    # and the fix goes where the module's forward reads it
-                    part_of = label
-                    hit = ctx.name_of(p)
-                    subject = replace(subject, name=hit.name if hit else subject.name,
-                                      created_at=origin_of(p) or subject.created_at)
-                    attr = next((k for k, q in owner._parameters.items() if q is p), None)
-                    try:
-                        reads = attribute_reads_in_forward(owner, attr) if attr else []
-                    except Exception:  # wording only
-                        reads = []
-                    for loc in reads[:2]:
-                        read_at += ctx.fix_at(loc, f"self.{attr}", "compute with the parameter itself")
-                else:
-                    subject = replace(subject, name=label, kind="module",
-                                      created_at=(origin_of(owner) if owner is not None else None)
-                                      or subject.created_at)
-            if subject.created_at is None:
-                subject = replace(subject, created_at=origin_of(p))
-            name = subject.name
-            if name is None and unnamed_desc is not None:
-                loc = subject.created_at
-                name_for_text = unnamed_desc + (f", built at line {loc.line}" if loc else "")
-            else:
-                name_for_text = None
-            args: dict[str, Any] = {"steps": self.UNREACHED_STEPS}
-            if every:
-                message = "optimizer-unreached"
-                args["opt"] = opt_name
-                fix = (f"build {opt_name} over the parameters of the model the loss is computed "
-                       "from, after the model is final (create the model once, then the optimizer)")
-            elif ctx.ddp_unused_declared(p):
-                # DDP was told some parameters may get no gradient (find_unused_parameters=True):
-                # a layer kept but unused is the program's stated choice. Told, not alarmed.
-                message = "ddp-unused"
-                fix = (f"if {name or 'it'} should train, make the forward use it; otherwise freeze "
-                       "it with requires_grad_(False) (find_unused_parameters' graph walk costs "
-                       "every iteration)")
-            elif all(ctx.leaf_read(q) for q in members):
-                # The forward reads it, but what it computes never reaches a loss: a pretrained
-                # model's pooler or an extra head whose output is left unused is a correct
-                # program (DDP's find_unused_parameters case), a forgotten loss term is not.
-                # Told, not alarmed.
-                message = "output-unused"
-                fix = (f"if {name or 'that output'} should train, add its output to the loss; "
-                       f"otherwise leave it out of {opt_name} or freeze it with requires_grad_(False)")
-            elif part_of is not None:
-                message = "unused-in-module"
-                args["module"] = part_of
-                fix = (f"use {name or 'the parameter'} itself in the forward of {part_of} (not its "
-                       f".data, .detach() or a copy), or leave it out of {opt_name} "
-                       "(or freeze it with requires_grad_(False))")
-            else:
-                message = "never-called"
-                fix = (f"call {name or ('that module' if name_for_text else 'the module')} in forward, "
-                       f"or leave it out of {opt_name} (or freeze it with requires_grad_(False))")
-            related = [Related(Role.UNREACHABLE, ctx.name_of(q).name if ctx.name_of(q) else None, None,
-                               ctx.subject(q).created_at) for q in members[1:4]] + read_at
-            if made is not None:
-                related.append(Related(Role.FIX_AT, opt_name, "optimizer", made))
-            args.update({"fix": fix,
-                         "name": display(name, name_for_text[:1].upper() + name_for_text[1:]
-                                         if name_for_text else "A parameter")})
-            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix, args,
-                                    related, message=message,
-                                    graph=cut_snapshot(ctx, [], members,
-                                                       f"GG008: {name or 'parameters'} get no gradient",
-                                                       entry_site=event.site,
-                                                       entry_op="optimizer.step()")))
-        return out
+        subject = ctx.subject(p, kind="parameter")
+        hit = ctx.name_of(p)
+        label = hit.name.rsplit(".", 1)[0] if hit and "." in hit.name else None
+        unnamed_desc = None  # the best description of a parameter no name reaches (issue 29)
+        if hit is None and module is not None:
+            subject = replace(subject, created_at=origin_of(module) or subject.created_at)
+            unnamed_desc = (f"parameter `{attr}` (shape {tuple(p.shape)}) of a "
+                            f"{type(module).__name__} module that {opt_name} holds")
+        trained = self._trained_module(members) if d.facts["every"] else None
+        part_of = None  # the module whose other parameters do train, by its name
+        read_at: list[Related] = []  # where that module's forward reads the parameter
+        if trained is not None:
+            # the model the loss is computed from is not the one the optimizer holds
+            subject = replace(subject, name=trained[0], kind="module",
+                              created_at=origin_of(trained[1]) or subject.created_at)
+        elif message == "unused-in-module":
+            # the parameter is what gets no gradient, and the fix goes where the module's
+            # forward reads it
+            part_of = label or _module_label(ctx, module)
+            subject = replace(subject, created_at=origin_of(p) or subject.created_at)
+            try:
+                reads = attribute_reads_in_forward(module, attr) if attr else []
+            except Exception:  # wording only
+                reads = []
+            for loc in reads[:2]:
+                read_at += ctx.fix_at(loc, f"self.{attr}", "compute with the parameter itself")
+        elif label is not None or module is not None:
+            # the module the parameters belong to, named as the program names it
+            owner = _resolve_module(label) if label is not None else None
+            owner = owner if owner is not None else module
+            owner_name = label if label is not None and owner is _resolve_module(label) else _module_label(ctx, owner)
+            if owner_name is not None and owner is not None and _covers(owner, members):
+                subject = replace(subject, name=owner_name, kind="module",
+                                  created_at=origin_of(owner) or subject.created_at)
+        if subject.created_at is None:
+            subject = replace(subject, created_at=origin_of(p))
+        name = subject.name
+        if name is None and unnamed_desc is not None:
+            loc = subject.created_at
+            name_for_text = unnamed_desc + (f", built at line {loc.line}" if loc else "")
+        else:
+            name_for_text = None
+        args: dict[str, Any] = {"steps": self.UNREACHED_STEPS}
+        if message == "optimizer-unreached":
+            args["opt"] = opt_name
+            fix = (f"build {opt_name} over the parameters of the model the loss is computed "
+                   "from, after the model is final (create the model once, then the optimizer)")
+        elif message == "ddp-unused":
+            fix = (f"if {name or 'it'} should train, make the forward use it; otherwise freeze "
+                   "it with requires_grad_(False) (find_unused_parameters' graph walk costs "
+                   "every iteration)")
+        elif message == "output-unused":
+            fix = (f"if {name or 'that output'} should train, add its output to the loss; "
+                   f"otherwise leave it out of {opt_name} or freeze it with requires_grad_(False)")
+        elif message == "unused-in-module":
+            args["module"] = part_of or f"its {type(module).__name__} module"
+            fix = (f"use {name or 'the parameter'} itself in the forward of {args['module']} (not its "
+                   f".data, .detach() or a copy), or leave it out of {opt_name} "
+                   "(or freeze it with requires_grad_(False))")
+        else:
+            fix = (f"call {name or ('that module' if name_for_text else 'the module')} in forward, "
+                   f"or leave it out of {opt_name} (or freeze it with requires_grad_(False))")
+        related = [Related(Role.UNREACHABLE, ctx.name_of(q).name if ctx.name_of(q) else None, None,
+                           ctx.subject(q).created_at) for q in members[1:4]] + read_at
+        if made is not None:
+            related.append(Related(Role.FIX_AT, opt_name, "optimizer", made))
+        args.update({"fix": fix,
+                     "name": display(name, name_for_text[:1].upper() + name_for_text[1:]
+                                     if name_for_text else "A parameter")})
+        return self.finding(ctx, subject, ctx.loc(event.site), fix, args,
+                            related, message=message,
+                            graph=cut_snapshot(ctx, [], members,
+                                               f"GG008: {name or 'parameters'} get no gradient",
+                                               entry_site=event.site,
+                                               entry_op="optimizer.step()"))
 
-    def _frozen_later(self, ctx: RuleContext, event: Any, params: list[torch.Tensor]) -> list[Finding]:
+    def _frozen_later(self, ctx: RuleContext, event: Any, members: list[torch.Tensor]) -> Finding:
         """Parameters that required grad when the optimizer was given them and were frozen since
         (`requires_grad = False` after the optimizer was built): it still holds them, they get no
         gradient. Often meant (a backbone frozen for a while), so: info."""
         opt_hit = ctx.name_of(event.optimizer)
         opt_name = opt_hit.name if opt_hit else "the optimizer"
         made = ctx.loc(self.opt_sites.get(event.optimizer))
-        out = []
-        for label, members in _by_module(ctx, params)[:2]:
-            subject = ctx.subject(members[0], kind="parameter")
-            owner = _resolve_module(label) if label else None
-            if owner is not None and _covers_all(owner, members):
-                subject = replace(subject, name=label, kind="module",
-                                  created_at=origin_of(owner) or subject.created_at)
-            name = subject.name
-            fix = (f"freeze before building {opt_name} and give it only the trainable parameters "
-                   "(filter(lambda p: p.requires_grad, model.parameters())), or leave "
-                   f"{name or 'it'} trainable if it should learn")
-            related = ctx.fix_at(made, opt_name, "optimizer")
-            out.append(self.finding(ctx, subject, ctx.loc(event.site), fix,
-                                    {"opt": opt_name, "fix": fix, "name": display(name, "A parameter")},
-                                    related, message="frozen-after-optimizer",
-                                    graph=cut_snapshot(ctx, [], members,
-                                                       f"GG008: {name or 'parameters'} frozen, still optimized",
-                                                       entry_site=event.site,
-                                                       entry_op="optimizer.step()")))
-        return out
+        subject = ctx.subject(members[0], kind="parameter")
+        label = subject.name.rsplit(".", 1)[0] if subject.name and "." in subject.name else None
+        owner = _resolve_module(label) if label else None
+        if owner is not None and _covers_all(owner, members):
+            subject = replace(subject, name=label, kind="module",
+                              created_at=origin_of(owner) or subject.created_at)
+        name = subject.name
+        fix = (f"freeze before building {opt_name} and give it only the trainable parameters "
+               "(filter(lambda p: p.requires_grad, model.parameters())), or leave "
+               f"{name or 'it'} trainable if it should learn")
+        related = ctx.fix_at(made, opt_name, "optimizer")
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"opt": opt_name, "fix": fix, "name": display(name, "A parameter")},
+                            related, message="frozen-after-optimizer",
+                            graph=cut_snapshot(ctx, [], members,
+                                               f"GG008: {name or 'parameters'} frozen, still optimized",
+                                               entry_site=event.site,
+                                               entry_op="optimizer.step()"))
 
-    def _idle_step(self, ctx: RuleContext, event: Any, params: list[torch.Tensor]) -> list[Finding]:
+    def _idle_step(self, ctx: RuleContext, event: Any, params: list[torch.Tensor]) -> Finding:
         """A step of an optimizer all of whose parameters are frozen (requires_grad=False) now,
         after a backward, although it updated them at earlier steps: the step does nothing, and
         whatever this iteration's backward was meant to train them with (a regularization term)
@@ -735,34 +773,12 @@ class ParamWithoutGrad(Rule):
         fix = (f"switch {name or 'them'} back to requires_grad=True before the backward this step "
                f"applies (requires_grad({name or 'model'}, True)), or drop this step")
         related = ctx.fix_at(ctx.loc(self.opt_sites.get(event.optimizer)), opt_name, "optimizer")
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix,
-                             {"opt": opt_name, "fix": fix, "name": display(name, "A parameter")},
-                             related, message="idle-step",
-                             graph=cut_snapshot(ctx, [], members[:8],
-                                                f"GG008: {name or 'parameters'} frozen at this step",
-                                                entry_site=event.site, entry_op="optimizer.step()"))]
-
-    def _selected_members(self, params: list[torch.Tensor]) -> set[int]:
-        """The ids of those of `params` that belong to one member of a ModuleList / ModuleDict
-        of the user's modules while a parameter of another member of it got a gradient at some
-        step: a module the forward selects per step, not one it never calls. Report time only
-        (one `named_modules()` walk per user module)."""
-        want = {id(p) for p in params}
-        out: set[int] = set()
-        if not want:
-            return out
-        for _name, root, _fr in user_modules():
-            for m in root.modules():
-                if not isinstance(m, (torch.nn.ModuleList, torch.nn.ModuleDict)) or len(m) < 2:
-                    continue
-                members = [list(child.parameters()) for child in m.children()]
-                reached = [any(q in self.reached for q in ps) for ps in members]
-                for i, ps in enumerate(members):
-                    if any(r for j, r in enumerate(reached) if j != i):
-                        out.update(id(q) for q in ps if id(q) in want)
-            if out >= want:
-                break
-        return out
+        return self.finding(ctx, subject, ctx.loc(event.site), fix,
+                            {"opt": opt_name, "fix": fix, "name": display(name, "A parameter")},
+                            related, message="idle-step",
+                            graph=cut_snapshot(ctx, [], members[:8],
+                                               f"GG008: {name or 'parameters'} frozen at this step",
+                                               entry_site=event.site, entry_op="optimizer.step()"))
 
     def _trained_module(self, params: list[torch.Tensor]) -> tuple[str, Any] | None:
         """The user's module whose parameters the last backward reached, when the optimizer's
@@ -770,7 +786,7 @@ class ParamWithoutGrad(Rule):
         a module the user still names holds the optimizer's parameters (a gate the forward never
         calls, the loss computed from a network of another make), the model the loss reaches
         stands for it only when its parameters have the same shapes; otherwise the finding names
-        what the optimizer holds. Report time only (one owner look-up)."""
+        what the optimizer holds. Wording only (one owner look-up)."""
         reached = {id(v) for v in (r() for r in self.last_leaves) if v is not None}
         if not reached:
             return None
@@ -783,6 +799,87 @@ class ParamWithoutGrad(Rule):
                     not still_named or sorted(tuple(q.shape) for q in ps if q.requires_grad) == shapes):
                 return name, module
         return None
+
+
+def _told_key(cuts: list, event: Any) -> tuple:
+    """What makes a cut finding the same report: the cutting op and its line, the step's line."""
+    c = cuts[0]
+    cut_at = (c.site[0].file, c.site[0].line) if c.site else None
+    step_at = (event.site[0].file, event.site[0].line) if event.site else None
+    return (describe_op(c), cut_at, step_at)
+
+
+def _by_registering(tree: ModuleTree, params: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """`params` grouped by the module that registers each (one group per layer), a parameter no
+    module registers in a group of its own; in the order of `params`."""
+    groups: dict[int, list[torch.Tensor]] = {}
+    for p in params:
+        reg = tree.registering(p)
+        groups.setdefault(id(reg[0]) if reg is not None else id(p), []).append(p)
+    return list(groups.values())
+
+
+def _by_cut_module(tree: ModuleTree | None, cut: list[tuple[torch.Tensor, list]]
+                   ) -> list[tuple[list[torch.Tensor], list]]:
+    """Cut parameters grouped by module, from the module tree: when every trainable parameter of
+    a layer lost its gradient to the same cut, one group for the layer; when every layer of a
+    container (`model.layers[0]`, `[1]`, ...) or of a submodule (`model.block.theta`,
+    `model.block.phi`) is so cut, one group for that module. A model's root is never merged
+    into (its layers are what the user names)."""
+    if tree is None or len(cut) < 2:
+        return [([p], cuts) for p, cuts in cut]
+    by_layer: dict[tuple[int, Any], tuple[Any, list[tuple[torch.Tensor, list]]]] = {}
+    for p, cuts in cut:
+        reg = tree.registering(p)
+        key = (id(reg[0]), cuts[0].index) if reg is not None else (id(p), None)
+        by_layer.setdefault(key, (reg[0] if reg is not None else None, []))[1].append((p, cuts))
+    out: list[tuple[list[torch.Tensor], list]] = []
+    whole: dict[tuple[int, Any], tuple[Any, list[tuple[list[torch.Tensor], list]]]] = {}
+    for key, (module, items) in by_layer.items():
+        members = [p for p, _ in items]
+        if module is None or len(members) < 2 or not _covers(module, members):
+            out.extend(([p], cuts) for p, cuts in items)
+            continue
+        parent = tree.parent_of(module)
+        if parent is not None and (is_container(parent) or not tree.is_root(parent)):
+            whole.setdefault((id(parent), key[1]), (parent, []))[1].append((members, items[0][1]))
+        else:
+            whole.setdefault(key, (None, []))[1].append((members, items[0][1]))
+    for parent, groups in whole.values():
+        members = [p for ms, _ in groups for p in ms]
+        if parent is not None and len(groups) > 1 and _covers(parent, members):
+            out.append((members, groups[0][1]))
+        else:
+            out.extend(groups)
+    return out
+
+
+def _module_label(ctx: RuleContext, module: Any) -> str | None:
+    """The user's name of a module (`model.encoder`), when a name reaches it."""
+    if module is None:
+        return None
+    hit = ctx.name_of(module)
+    return hit.name if hit is not None else None
+
+
+def _unheld_name(ctx: RuleContext, unheld: list[torch.nn.Parameter], tree: ModuleTree) -> tuple[str, str]:
+    """(how the sentence names the module that trained though no optimizer holds it, what the
+    fix builds the optimizer over): `netD` and `netD.parameters()`, or, when no name reaches it,
+    its class and the line that built it."""
+    hit = ctx.name_of(unheld[0])
+    label = hit.name.rsplit(".", 1)[0] if hit and "." in hit.name else None
+    owner = _owning_module(ctx, unheld, label)
+    if owner is not None:
+        return owner[0], f"{owner[0]}.parameters()"
+    if label is not None:
+        return label, f"{label}.parameters()"
+    reg = tree.registering(unheld[0])
+    module = tree.root_of(reg[0]) if reg is not None else None
+    if module is None:
+        return "parameters no optimizer holds", "the parameters the backward trains"
+    loc = origin_of(module)
+    what = f"a {type(module).__name__} module" + (f" (built at line {loc.line})" if loc else "")
+    return what, f"the parameters of {what}"
 
 
 def _built_at(site: Any) -> Any:
