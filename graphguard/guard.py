@@ -26,7 +26,7 @@ from .capture.failsafe import PASSTHROUGH, failsafe
 from .events import (BackwardDone, Clock, EmptyOptimizer, Event, GuardExit, ParamGroupAdded, Sink, StepCall,
                      StepDone)
 from .install import (OptimizerWatch, SavedHooks, Undos, backward_wrappers, function_mode,
-                      grad_mode_switches, hidden_from_dynamo, keep_dynamo_out, module_hooks,
+                      grad_mode_switches, hidden_from_dynamo, keep_dynamo_out, kept_watch, module_hooks,
                       optimizer_hooks, rank_hooks, saved_tensor_hooks, step_aside, step_back_in,
                       warnings_at_user_line)
 from .model import Finding, RunRecord, Site, count_severities
@@ -376,7 +376,12 @@ class GraphGuard(BackwardChecks):
         undo.install(warnings_at_user_line(errors, self))
         undo.install(module_hooks(self.rec, foreign, self._internal_error, self._ranks, errors, self))
         undo.install(rank_hooks(self._ranks, foreign, errors))  # GG019
-        undo.install(grad_mode_switches(self.rec.grad_switches, foreign, errors, self))  # GG014, GG008
+        # (a switch inside an optimizer's step, its own `_use_grad`, explains no cut: none is
+        # recorded there; passed over at the price of one attribute read)
+        rec = self.rec
+        undo.install(grad_mode_switches(rec.grad_switches, lambda: rec.in_step or foreign(), errors,
+                                        self))  # GG014, GG008
+        undo.install(kept_watch(self.rec.kept, errors))  # GG101
 
     def _uninstall(self) -> None:
         self._undo.close()  # last installed, first undone

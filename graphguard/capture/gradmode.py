@@ -183,7 +183,7 @@ def _wrap(orig: Callable, hook: Callable[[Any, types.FrameType | None, tuple], N
     implementation, not a switch of its own)."""
 
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _is_compiling() or foreign():
+        if foreign() or _is_compiling():
             return orig(self, *args, **kwargs)
         if inside is not None:
             inside.depth = getattr(inside, "depth", 0) + 1

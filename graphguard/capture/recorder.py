@@ -23,6 +23,7 @@ from .state import Stamp
 from .sites import user_site
 from .gradmode import GradSwitches
 from .marks import BackwardRoots
+from .kept import KeptWatch
 
 __all__ = ["Recorder", "SavedTensorModified"]
 
@@ -108,6 +109,8 @@ class Recorder:
         self.grad_switches = GradSwitches()
         # the nodes each marking backward started from (GG001/GG003: a loss carried into the next)
         self.backward_roots = BackwardRoots()
+        # the live tensors with history, for GG101's looks (installed by the guard)
+        self.kept = KeptWatch()
 
     # ---- the mode's entry point -------------------------------------------------------------
     def on_op(self, func: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:

@@ -8,7 +8,7 @@ reports through the callables the guard hands it; it never imports the guard, th
 from __future__ import annotations
 
 from .dynamo import hidden_from_dynamo, keep_dynamo_out, skips_added
-from .hooks import backward_wrappers, grad_mode_switches, rank_hooks, warnings_at_user_line
+from .hooks import backward_wrappers, grad_mode_switches, kept_watch, rank_hooks, warnings_at_user_line
 from .mode import function_mode, step_aside, step_back_in
 from .modules import module_hooks
 from .optimizer import OptimizerWatch, optimizer_hooks
@@ -16,6 +16,6 @@ from .saved import SavedHooks, saved_tensor_hooks
 from .undo import Undos
 
 __all__ = ["OptimizerWatch", "SavedHooks", "Undos", "backward_wrappers", "function_mode",
-           "grad_mode_switches", "hidden_from_dynamo", "keep_dynamo_out", "module_hooks",
+           "grad_mode_switches", "hidden_from_dynamo", "keep_dynamo_out", "kept_watch", "module_hooks",
            "optimizer_hooks", "rank_hooks", "saved_tensor_hooks", "skips_added", "step_aside",
            "step_back_in", "warnings_at_user_line"]

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from ..capture.gradmode import GradSwitches, switch_wrappers
+from ..capture.kept import KeptWatch
 from ..capture.ranks import RankTracker, install_collective_hooks
 from ..capture.sites import PACKAGE_DIR, user_site
 from .undo import Undos
@@ -47,6 +48,16 @@ def grad_mode_switches(switches: GradSwitches, foreign: Callable[[], bool],
     with Undos(errors) as undo:
         for owner, name, wrapper in switch_wrappers(switches, foreign):
             undo.patch(owner, name, wrapper, guard)
+        yield
+
+
+@contextmanager
+def kept_watch(watch: KeptWatch, errors: list[BaseException]) -> Iterator[None]:
+    """The collector callback that notes tensors with history on their way to the old
+    generation (GG101's looks read the young generations and those, capture/kept.py)."""
+    with Undos(errors) as undo:
+        watch.install()
+        undo.on_exit(watch.remove)
         yield
 
 

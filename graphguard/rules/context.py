@@ -13,7 +13,7 @@ from ..lookup.source import assigned_targets, inplace_receivers, statement_at, t
 from ..capture.ddp import DdpWindow, collective_calls, declared_unused, open_windows, reduced_windows
 from ..capture.gradmode import GradSwitch
 from ..capture.graph import live_optimizers, summarize
-from ..capture.kept import Held, containers_holding, live_graph_tensors, owning_module
+from ..capture.kept import Held, containers_holding, owning_module
 from ..capture.marks import SequenceMarks
 from ..capture.modtree import ModuleTree, module_tree
 from ..capture.recorder import Recorder
@@ -231,11 +231,11 @@ class Evidence:
         self._live_optimizers = (self.iteration, [weakref.ref(o) for o in found])
         return found
 
-    def live_graph_tensors(self, young_only: bool = False) -> list[torch.Tensor]:
-        """Every live tensor with a grad_fn, whoever holds it (capture/kept.py): one pass over the
-        collector (`young_only`: its young generations), for GG101's looks only, never per step.
-        Drop them soon."""
-        return live_graph_tensors(young_only)
+    def live_graph_tensors(self) -> list[torch.Tensor]:
+        """Every live tensor with a grad_fn, whoever holds it (capture/kept.py's KeptWatch: the
+        collector's young generations and the tensors noted on their way to the old one, after
+        one whole-heap pass), for GG101's looks only, never per step. Drop them soon."""
+        return self._rec.kept.live()
 
     def containers_holding(self, tensors: list[torch.Tensor], own: tuple[Any, ...] = ()) -> list[Held]:
         """The lists, deques, tuples, sets and keyed dicts that hold any of `tensors`, read from

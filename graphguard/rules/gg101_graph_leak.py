@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,14 +30,6 @@ FIRST = 8  # look at every iteration end up to this one; then at powers of two, 
 EVERY = 512
 MIN_SPAN = 3  # distinct iterations a holder must span: one kept loss, or two, is no pile
 FOLLOW_UPS = 3  # extra looks at the next iteration ends while something may be growing
-# A look is one pass over every object the collector tracks (tens of ms, ~0.1-0.25 s in a process
-# that imported transformers): after the looks at 1..8 and the next due one (16), where most
-# leaks are told and their growth plotted, a due look waits until the
-# training has run COST_RATIO times as long as the last look took, so that looks stay within a
-# few percent of the run's time in a loop of tiny steps (the ellipse loop's 0.5 ms steps would
-# otherwise pay a look's 0.2 s every 512 steps, +80%). Only when a look happens moves with the
-# machine's speed; what a look decides does not.
-COST_RATIO = 25
 
 
 @dataclass
@@ -98,11 +89,9 @@ class GraphLeak(Rule):
     is described by its type and creation line instead. A window of a few recent losses kept
     with their graphs (`deque(maxlen=10)`) is reported too: it is bounded, but still keeps those
     graphs. Without any optimizer, iterations are counted by graph-freeing backward calls; an
-    optimizer made before the guard was entered is only known from its first step. A look passes
-    over every object the program has (tens of milliseconds in a large process): after the
-    sixteenth iteration, looks are spaced so that they take at most a few percent of the run's time,
-    so in a loop of sub-millisecond steps a leak that starts late is reported a few thousand
-    iterations in rather than within 512.
+    optimizer made before the guard was entered is only known from its first step. A tensor
+    made long before and given history in place later (`total += loss` on a tensor made before
+    the loop) is seen at the next of the rare looks over the whole heap.
     """
 
     code = "GG101"
@@ -144,7 +133,6 @@ class GraphLeak(Rule):
         # id(container) -> its length at the last look (plain ints; ids of containers seen then)
         self.lengths: dict[int, int] = {}
         self.seen_lengths: dict[int, int] = {}
-        self.next_look_at = 0.0  # perf_counter time before which a due look waits (COST_RATIO)
 
     # ---- detection: the live tensors and their graphs ----------------------------------------
     def detect(self, event: Any, ev: Evidence) -> list[Detection] | None:
@@ -159,27 +147,16 @@ class GraphLeak(Rule):
             return self._look(ev, it)
         if it <= self.checked_at or not (it >= _next_due(self.checked_at) or self.follow):
             return None
-        if not self.follow and self.checked_at > FIRST and time.perf_counter() < self.next_look_at:
-            return None  # still due: looked at the next iteration end the time allows
         return self._look(ev, it)
 
     def _look(self, ev: Evidence, it: int) -> list[Detection]:
-        started = time.perf_counter()
-        try:
-            return self._look_at(ev, it)
-        finally:
-            ended = time.perf_counter()
-            self.next_look_at = ended + COST_RATIO * (ended - started)
-
-    def _look_at(self, ev: Evidence, it: int) -> list[Detection]:
         due = it >= _next_due(self.checked_at)
         since = self.checked_at  # the previous look: what was made after it is new
         self.checked_at = it
         latest = it - 1  # the iteration that just ended
         budget = [BUDGET]
-        # the whole heap at every look: the collector's young generations alone (cheaper) miss a
-        # value a collection has just promoted, which made the verdict depend on the collector's
-        # timing (a CI run lost growth points that way)
+        # every live tensor with history (the young generations, and what the collector callback
+        # noted on its way to the old one: capture/kept.KeptWatch)
         live = ev.live_graph_tensors()
         # values made since the last look (before any age is remembered on them)
         fresh = {id(t.grad_fn) for t in live if self._fresh(t.grad_fn, ev, since)}
@@ -455,8 +432,9 @@ def _stamped(v: _Verdict) -> SourceLoc | None:
 def _next_due(last: int) -> int:
     """The first iteration end after `last` at which a look is due: 1..8, 16, 32, ..., 512, then
     every 512th. A leak is seen within a few iterations of starting early, and within twice its
-    age (at most 512) when it starts late, or later in a loop of steps so short that the looks
-    would cost more than 1/COST_RATIO of its time.
+    age (at most 512) when it starts late; a look reads the collector's young generations and
+    what capture/kept.KeptWatch noted (a few ms), its rare passes over the whole heap spaced by
+    their cost.
     An iteration end that is not judged (skimmed) leaves the look due at the next one that is."""
     if last < FIRST:
         return last + 1
