@@ -11,14 +11,13 @@ value is unchanged after the steps), and the clean twin of each bug stays silent
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
+from casekit import load_case
 from graphguard import GraphGuard
 from lines import marker_lines
 
@@ -93,11 +92,7 @@ def _load(tmp_path: Path, holder: str, bug: str, clean: bool = False):
                            helpers=helpers, steps=STEPS, make=make, use=use)
     path = tmp_path / f"gg008_{holder.replace('-', '_')}_{bug.replace('-', '_')}{'_clean' if clean else ''}.py"
     path.write_text(textwrap.dedent(src))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
-    spec.loader.exec_module(mod)
-    return mod, path
+    return load_case(path), path
 
 
 def _param(model: torch.nn.Module, path: str) -> torch.Tensor:

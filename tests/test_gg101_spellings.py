@@ -9,14 +9,13 @@ alive), and its clean twin, the same holder given `.item()` or `.detach()`, stay
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
+from casekit import load_case
 from graphguard import GraphGuard
 from lines import marker_lines
 
@@ -73,11 +72,7 @@ def _load(tmp_path: Path, name: str):
                            returns=returns)
     path = tmp_path / f"leak_{name.replace('-', '_')}.py"
     path.write_text(textwrap.dedent(src))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
-    spec.loader.exec_module(mod)
-    return mod, path
+    return load_case(path), path
 
 
 def _tensors(kept) -> list[torch.Tensor]:

@@ -71,7 +71,7 @@ class KeptWatch:
     before the watch began, and for an old tensor given history in place. Reading the young
     generations alone, without the callback, missed a value a collection had just promoted."""
 
-    MAX_NOTED = 200_000  # weak references kept between looks before the dead ones are dropped
+    MAX_NOTED = 50_000  # weak references kept between looks before the dead ones are dropped
     # every so many looks, one over the whole heap: an old tensor that gets history in place
     # (`total += loss` on a tensor made long before) was never young with history. A whole pass
     # due sooner than COST_RATIO times its last duration after it is put off to a later look

@@ -13,13 +13,14 @@ A tree holds the modules strongly: the caller drops it before the user's code ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import torch
 
 from .kept import live_instances
 
 __all__ = ["ModuleTree", "module_tree"]
+
 
 @dataclass
 class ModuleTree:
@@ -29,7 +30,6 @@ class ModuleTree:
     (the module that registers parameter `p` itself, its attribute). A module registered by two
     parents (a shared layer) keeps the first one the collector lists."""
 
-    modules: list[torch.nn.Module] = field(default_factory=list)
     parent: dict[int, tuple[torch.nn.Module, str]] = field(default_factory=dict)
     owner: dict[int, tuple[torch.nn.Module, str]] = field(default_factory=dict)
 
@@ -61,30 +61,11 @@ class ModuleTree:
     def is_root(self, m: torch.nn.Module) -> bool:
         return id(m) not in self.parent
 
-    def root_of_param(self, p: Any) -> torch.nn.Module | None:
-        hit = self.registering(p)
-        return self.root_of(hit[0]) if hit is not None else None
 
-    def member_of_container(self, m: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module] | None:
-        """(container, member) for the nearest ModuleList / ModuleDict at or above `m` with two or
-        more members: the container, and its member that holds `m` (a head per task, one of a
-        mixture's experts, a LayerDrop layer)."""
-        child = m
-        for up in self.ancestors(m):
-            if isinstance(up, (torch.nn.ModuleList, torch.nn.ModuleDict)) and len(up) >= 2:
-                return up, child
-            child = up
-        return None
-
-
-def module_tree(extra: Iterable[torch.nn.Module] = ()) -> ModuleTree:
-    """The tree of every live module (one pass over the collector's objects), plus `extra`
-    modules an untracked holder keeps."""
-    mods = live_instances(torch.nn.Module)
-    seen = {id(m) for m in mods}
-    mods += [m for m in extra if id(m) not in seen]
-    tree = ModuleTree(modules=mods)
-    for m in mods:
+def module_tree() -> ModuleTree:
+    """The tree of every live module (one pass over the collector's objects)."""
+    tree = ModuleTree()
+    for m in live_instances(torch.nn.Module):
         children = m.__dict__.get("_modules") or {}
         for k, c in children.items():
             if c is not None:

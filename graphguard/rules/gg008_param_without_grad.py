@@ -679,9 +679,9 @@ class ParamWithoutGrad(Rule):
                 read_at += ctx.fix_at(loc, f"self.{attr}", "compute with the parameter itself")
         elif label is not None or module is not None:
             # the module the parameters belong to, named as the program names it
-            owner = _resolve_module(label) if label is not None else None
-            owner = owner if owner is not None else module
-            owner_name = label if label is not None and owner is _resolve_module(label) else _module_label(ctx, owner)
+            resolved = _resolve_module(label) if label is not None else None
+            owner, owner_name = ((resolved, label) if resolved is not None
+                                 else (module, _module_label(ctx, module)))
             if owner_name is not None and owner is not None and _covers(owner, members):
                 subject = replace(subject, name=owner_name, kind="module",
                                   created_at=origin_of(owner) or subject.created_at)
