@@ -133,11 +133,32 @@ def _line(path: Path, marker: str) -> int:
     return next(i for i, text in enumerate(path.read_text().splitlines(), 1) if marker in text)
 
 
+# the same program with the models held only by a closure's cell (`self.nets()`): no name
+# search reads a cell, so no name reaches the head module nor its parameters
+_UNNAMED_CELL = (_UNNAMED
+                 .replace("        self.state = State()\n        nets = self.state.nets\n",
+                          "        held = State().nets\n        self.nets = lambda: held\n        nets = self.nets()\n")
+                 .replace("self.state.nets", "self.nets()")
+                 .replace("trainer.state.nets", "trainer.nets()"))
+
+
+def test_a_never_called_module_three_attributes_deep_is_named_by_its_module(tmp_path: Path) -> None:
+    # the head's parameters are past the name search's depth, the head module is not: GG008 asks
+    # for the name of the module that registers them (the module tree), and the user's path is found
+    path, mod = _load(tmp_path, "named_aux", _UNNAMED)
+    guard = GraphGuard(mode="collect")
+    with guard:
+        mod.train()
+    got = [(f.code, f.severity, f.location.line, f.subject.name) for f in guard.findings]
+    assert got == [("GG008", "warning", _line(path, "# step"), "self.state.nets.aux_head")], got
+    assert guard.findings[0].subject.created_at.line == _line(path, "self.aux_head = nn.Linear")
+
+
 def test_a_never_called_module_no_name_reaches_is_still_gg008(tmp_path: Path) -> None:
-    path, mod = _load(tmp_path, "unnamed_aux", _UNNAMED)
+    path, mod = _load(tmp_path, "unnamed_aux", _UNNAMED_CELL)
+    assert "self.state" not in _UNNAMED_CELL  # the program really holds the models in a cell
     plain = mod.train()  # plain PyTorch: runs, and the head never learns
     assert plain.aux_head.weight.grad is None and plain.backbone[0].weight.grad is not None
-    # (three attributes deep from the frame: past the name search's depth)
     guard = GraphGuard(mode="collect")
     with guard:
         mod.train()
