@@ -581,6 +581,8 @@ class GraphGuard(BackwardChecks):
             self._internal_error(err, "judging the ranks' collective calls")
         for fn in list(self._at_hang):
             failsafe(self._internal_error, "writing the report of a hung rank", fn)
+        # the other ranks report where they wait before this one's exit closes its connections
+        failsafe(self._internal_error, "waiting for the other ranks' reports", self._ranks.wait_for_the_others)
         try:
             sys.stderr.write(f"graphguard: rank {event.me.rank}: the ranks are deadlocked "  # type: ignore[attr-defined]
                              "(GG019); ending this process with status 1\n")

@@ -81,6 +81,7 @@ class RankState:
     since: float = 0.0  # time.time() when `current` began
     finished: bool = False  # the guard (or the process) has ended
     history: list[RankCall] = field(default_factory=list)
+    stalled: bool = False  # its watchdog found the deadlock and reported it
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -95,7 +96,8 @@ class RankState:
         return cls(d["rank"], d["world_size"], d["pid"], d.get("host", ""), d.get("calls", 0),
                    d.get("backwards", 0), d.get("steps", 0), call(d.get("last_backward")),
                    call(d.get("last_step")), call(d.get("current")), d.get("since", 0.0),
-                   bool(d.get("finished")), [c for c in map(call, d.get("history", [])) if c])
+                   bool(d.get("finished")), [c for c in map(call, d.get("history", [])) if c],
+                   bool(d.get("stalled")))
 
     def waited(self, now: float) -> float:
         return now - self.since if self.current is not None else 0.0
@@ -140,6 +142,27 @@ class RankTracker:
         self._lock = threading.Lock()
 
     # ---- the main thread's side ---------------------------------------------------------------
+    def wait_for_the_others(self) -> None:
+        """Called by a rank that found the deadlock and reported it, before it ends its process:
+        says so in the store, then waits (at most half the timeout and two ticks, the latest the
+        other ranks' watchdogs reach the same verdict: `deadlocked` asks each to have waited half
+        the timeout) until every rank has reported or finished. Ended sooner, its connections
+        close, and a rank still short of the timeout fails in its collective ("Connection closed
+        by peer") instead of reporting where it waits."""
+        st = self.state
+        if st is None or self.timeout is None:
+            return
+        with self._lock:
+            st.stalled = True
+        self._publish()
+        tick = min(0.5, self.timeout / 4)
+        end = time.time() + self.timeout / 2 + 2 * tick + 0.5
+        while time.time() < end:
+            states = self._read_all(st) if self._store is not None else None
+            if states is not None and all(s.stalled or s.finished for s in states):
+                return
+            time.sleep(0.01)
+
     def ready(self) -> bool:
         """True once this rank's account is kept (torch.distributed initialized); the watchdog
         runs only with two ranks or more."""
