@@ -57,6 +57,24 @@ class ModuleTree:
             pass
         return top
 
+    def path_of(self, m: torch.nn.Module) -> str:
+        """The registration keys from `m`'s root down to `m` (`encoder.layers.0`; "" for a root):
+        the object graph's own keys, to tell two places of one model apart."""
+        keys = []
+        seen = {id(m)}
+        hit = self.parent.get(id(m))
+        while hit is not None:
+            keys.append(hit[1])
+            if id(hit[0]) in seen:
+                break
+            seen.add(id(hit[0]))
+            hit = self.parent.get(id(hit[0]))
+        return ".".join(reversed(keys))
+
+    def chain_to(self, m: torch.nn.Module) -> list[torch.nn.Module]:
+        """The modules from `m`'s root down to `m`, root first."""
+        return [*reversed(list(self.ancestors(m))), m]
+
     def is_root(self, m: torch.nn.Module) -> bool:
         return id(m) not in self.parent
 
