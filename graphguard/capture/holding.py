@@ -78,7 +78,8 @@ def plain_holders(objs: list[Any], tree: ModuleTree, own: Iterable[Any] = ()) ->
     if not objs:
         return {}
     skip = _skipped(own)
-    skip.add(id(objs))
+    # the tree's own records refer to every module (referrers, never holders)
+    skip.update((id(objs), id(tree.modules), id(tree.parent), id(tree.owner)))
     # a module's __dict__ -> the module (reading `__dict__` makes it, so its values show up as
     # the dict's, not the module's); its registries are where the tree looks, not here
     attrs_of: dict[int, torch.nn.Module] = {}
@@ -90,6 +91,7 @@ def plain_holders(objs: list[Any], tree: ModuleTree, own: Iterable[Any] = ()) ->
             r = d.get(reg)
             if r is not None:
                 registries.add(id(r))
+    skip.update((id(attrs_of), id(registries)))
     out: dict[int, PlainHold] = {}
     # for each container met on the way up: the original objects it holds, with their keys
     holds: dict[int, list[tuple[int, str]]] = {id(o): [(id(o), "")] for o in objs}
