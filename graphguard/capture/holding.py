@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import types
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -193,8 +194,8 @@ def held_by_program(objs: list[Any], own: Iterable[Any] = ()) -> set[int]:
     want = {id(o) for o in objs}
     held: set[int] = set()
     for r in gc.get_referrers(*objs):
-        if id(r) in skip or type(r).__name__ == "frame":
-            continue
+        if id(r) in skip or type(r) is types.FrameType:
+            continue  # a frame's locals are read below, the user's frames only
         held.update(id(v) for v in _values(r) if id(v) in want)
     f = sys._getframe(1)
     while f is not None and len(held) < len(want):
@@ -207,9 +208,10 @@ def held_by_program(objs: list[Any], own: Iterable[Any] = ()) -> set[int]:
 def _values(r: Any) -> Iterable[Any]:
     """What a referrer holds, as far as the collector's referrers tell (anything else that refers
     to an object holds it: a cell, an instance with slots)."""
-    if isinstance(r, dict):
+    t = type(r)  # type() and issubclass: isinstance asks `__class__` of lazy proxies
+    if issubclass(t, dict):
         return list(r.values())
-    if isinstance(r, (list, tuple, set, frozenset)):
+    if issubclass(t, (list, tuple, set, frozenset)):
         return list(r)
     try:
         return gc.get_referents(r)
@@ -241,4 +243,4 @@ def _attribute_dict(d: dict) -> bool:
     """An instance's `__dict__` (an object's attributes are separate holders, not one set):
     some referrer of `d` has it as its `__dict__`."""
     return any(getattr(o, "__dict__", None) is d for o in gc.get_referrers(d)
-               if not isinstance(o, (dict, list, tuple)))
+               if not issubclass(type(o), (dict, list, tuple)))

@@ -981,7 +981,8 @@ def _optimized_sibling(v: torch.Tensor, ev: Evidence, own: tuple[Any, ...]) -> i
     given, whoever holds that container (read from the referrers): the container is the
     program's set of trainable tensors, and `v` is the one missing from the optimizer."""
     for cid, items in ev.containers_with(v, own):
-        if any(x is not v and isinstance(x, torch.Tensor) and x.requires_grad and ev.is_optimized(x)
+        # (type() and issubclass: the elements are anything the program keeps, lazy proxies too)
+        if any(x is not v and issubclass(type(x), torch.Tensor) and x.requires_grad and ev.is_optimized(x)
                for x in items):
             return cid
     return None
