@@ -28,8 +28,10 @@ class ModuleTree:
 
     `parent[id(m)]` is (the module that registers `m`, the attribute or key); `owner[id(p)]` is
     (the module that registers parameter `p` itself, its attribute). A module registered by two
-    parents (a shared layer) keeps the first one the collector lists."""
+    parents (a shared layer) keeps the first one the collector lists. `modules` lists them all,
+    roots and children, in the collector's order."""
 
+    modules: list[torch.nn.Module] = field(default_factory=list)
     parent: dict[int, tuple[torch.nn.Module, str]] = field(default_factory=dict)
     owner: dict[int, tuple[torch.nn.Module, str]] = field(default_factory=dict)
 
@@ -58,14 +60,32 @@ class ModuleTree:
             pass
         return top
 
+    def path_of(self, m: torch.nn.Module) -> str:
+        """The registration keys from `m`'s root down to `m` (`encoder.layers.0`; "" for a root):
+        the object graph's own keys, to tell two places of one model apart."""
+        keys = []
+        seen = {id(m)}
+        hit = self.parent.get(id(m))
+        while hit is not None:
+            keys.append(hit[1])
+            if id(hit[0]) in seen:
+                break
+            seen.add(id(hit[0]))
+            hit = self.parent.get(id(hit[0]))
+        return ".".join(reversed(keys))
+
+    def chain_to(self, m: torch.nn.Module) -> list[torch.nn.Module]:
+        """The modules from `m`'s root down to `m`, root first."""
+        return [*reversed(list(self.ancestors(m))), m]
+
     def is_root(self, m: torch.nn.Module) -> bool:
         return id(m) not in self.parent
 
 
 def module_tree() -> ModuleTree:
     """The tree of every live module (one pass over the collector's objects)."""
-    tree = ModuleTree()
-    for m in live_instances(torch.nn.Module):
+    tree = ModuleTree(modules=live_instances(torch.nn.Module))
+    for m in tree.modules:
         children = m.__dict__.get("_modules") or {}
         for k, c in children.items():
             if c is not None:

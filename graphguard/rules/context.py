@@ -15,6 +15,7 @@ from ..capture.gradmode import GradSwitch
 from ..capture.graph import live_optimizers, summarize
 from ..capture.kept import Held, containers_holding, owning_module
 from ..capture.marks import SequenceMarks
+from ..capture.holding import Holding, PlainHold, containers_with, held_by_program, holdings, plain_holders
 from ..capture.modtree import ModuleTree, module_tree
 from ..capture.recorder import Recorder
 from ..capture.steps import StepTrail
@@ -254,6 +255,29 @@ class Evidence:
         if event is None:
             return module_tree()
         return self.shared(_module_tree_of, event)
+
+    def holdings(self, tensors: list[torch.Tensor], tree: ModuleTree, own: tuple[Any, ...] = ()
+                 ) -> dict[int, Holding]:
+        """id(tensor) -> how the live modules of `tree` hold it: registered, a plain attribute, in
+        a plain container (capture/holding.py), read from the object graph whoever holds the
+        model; a tensor no module holds is left out. `own`: the caller's lists of them."""
+        return holdings(tensors, tree, own)
+
+    def plain_holders(self, objs: list[Any], tree: ModuleTree, own: tuple[Any, ...] = ()
+                      ) -> dict[int, PlainHold]:
+        """id(obj) -> the module of `tree` that keeps `obj` outside its registries: a plain
+        attribute, or inside a plain list / tuple / dict its __dict__ keeps."""
+        return plain_holders(objs, tree, own)
+
+    def held_by_program(self, objs: list[Any], own: tuple[Any, ...] = ()) -> set[int]:
+        """The ids of `objs` something of the program holds (any referrer but `own`, or a local of
+        a live frame of the user's code): not only the autograd graph."""
+        return held_by_program(objs, own)
+
+    def containers_with(self, t: torch.Tensor, own: tuple[Any, ...] = ()) -> list[tuple[int, list[Any]]]:
+        """(id, elements) of each plain list, tuple or non-namespace dict that holds `t` directly,
+        whoever holds it (`own`: the caller's lists, left out)."""
+        return containers_with(t, own)
 
     def claimed_by_superseding(self, rule: Any, leaf_site: LeafSite) -> bool:
         """Whether a rule that supersedes `rule` claimed the leaves of `leaf_site`."""

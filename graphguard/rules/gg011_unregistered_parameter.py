@@ -1,4 +1,11 @@
-"""GG011 unregistered-parameter: a trainable tensor gets gradients, but no optimizer holds it."""
+"""GG011 unregistered-parameter: a trainable tensor gets gradients, but no optimizer holds it.
+
+`detect` decides from the run: which leaves each backward reached that no optimizer holds, and
+how the live modules hold them (registered, a plain attribute, in a plain list or dict, by no
+module: capture/holding.py, read from the object graph whoever holds the model), against a
+snapshot of the models taken when each optimizer was built (the module tree). `describe` names
+the leaves as the user wrote them and reads the source for the lines to fix; a finding whose
+names cannot be found is worded by its attribute and module class."""
 from __future__ import annotations
 
 import ast
@@ -12,40 +19,51 @@ from typing import Any
 import torch
 
 from ..capture.graph import summarize
+from ..capture.holding import Holding
+from ..capture.modtree import ModuleTree
 from ..lookup.layers import layers_built_in_forward, parameters_owner, plain_layer_holders
 from ..lookup.names import find_name, find_names, resolve
-from ..lookup.owners import find_owner, user_modules
+from ..lookup.owners import find_owner
 from ..capture.weakmap import WeakIdMap
 from ..lookup.source import (assignment_lines, attribute_assignment_lines, called_names,
                               enclosing_scope, name_assignment_lines, parsed)
-from .context import RuleContext, assigned_name
+from .context import Evidence, RuleContext, assigned_name
 from ..events import (BackwardCall, EmptyOptimizer, GradRead, GuardExit, InplaceOp, ParamGroupAdded,
                       StepCall)
 from ..model import Finding, Frame, Message, Related, Role, Site, SourceLoc, Subject
-from .base import Rule, display
+from .base import Detection, Rule, display
 from .shared.reads import read_by_user
-from .shared.modules import chain_to, is_container, smallest_holder, written_module_name
+from .shared.modules import is_container, smallest_holder, written_module_name
 from ..lookup.names import python_path
 
 __all__ = ["UnregisteredParameter"]
 
 MAX_SEARCHES = 64  # owner searches for plain tensors (Parameters are always looked up)
 MAX_GROUPS = 256
+MAX_PLACES = 256  # places (parameter paths) remembered per group, for naming its leaves
 
 
 @dataclass
 class _Group:
     """The untrained leaves that enter the graph at one line (plain data: no tensor is kept)."""
 
-    name: str | None
-    kind: str  # parameter | module | tensor
-    how: str  # registered-late | attribute | container | standalone | unnamed
+    how: str  # registered-late | attribute | container | standalone | unnamed | left-out
     use: Site  # where they enter the graph (or the backward, when unrecorded)
     backward: Site
     iteration: int
     summary: str
     born: Site | None = None  # where the tensor was created / the layer initialised
-    names: list[str] = field(default_factory=list)
+    kind: str = "tensor"  # parameter | module | tensor (describe: module when several of one)
+    # where its leaves sit, as run-time places (the model's id and the object graph's keys down
+    # to the leaf): what tells two groups apart where no use line does (an unrecorded iteration)
+    places: list[tuple] = field(default_factory=list)
+    # place -> weakref to the newest leaf seen there, first seen first: what describe names
+    by_place: dict[tuple, Any] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)  # the leaves' user names (describe fills it)
+    attr: str | None = None  # its attribute in the module holding it (wording when unnamed)
+    holder_class: str | None = None  # that module's class
+    model_class: str | None = None  # the class of the model above it
+    in_layer: bool = False  # container: a layer in the container registers it
     joined: set[int] = field(default_factory=set)  # iterations in which new leaves showed up
     leaves: list[Any] = field(default_factory=list)  # weakrefs
     used: bool = False  # a leaf's .grad was read by the user's code
@@ -60,6 +78,53 @@ class _Group:
     # (weakref) an optimizer that stepped with no gradient in any parameter it holds while this
     # module had gradients: the one built for it, over other parameters
     meant: Any = None
+
+
+@dataclass
+class _Verdict:
+    """Why a leaf is this rule's: how it is held, its run-time place, the holding (None for a
+    tensor no module holds) and, for a module left out of the parameter groups, that module."""
+
+    how: str
+    place: tuple | None
+    owner: Holding | None = None
+    left: "_LeftOut | None" = None
+
+
+class _Holds:
+    """How the new leaves of one backward are held (capture/holding.py), asked lazily and for all
+    of them at once: one module tree and a few passes over the referrers per backward that meets
+    new untrained leaves (never in the steady state). Dropped when the backward is judged."""
+
+    def __init__(self, ev: Evidence, leaves: list[torch.Tensor], own: tuple[Any, ...]) -> None:
+        self._ev = ev
+        self._leaves = leaves
+        self.own = own  # graphguard's own lists of the leaves: referrers, never holders
+        self._tree: ModuleTree | None = None
+        self._of: dict[int, Holding] | None = None
+        self._held: set[int] | None = None
+
+    def tree(self) -> ModuleTree:
+        if self._tree is None:
+            self._tree = self._ev.module_tree()
+        return self._tree
+
+    def of(self, v: torch.Tensor) -> Holding | None:
+        """How the live modules hold `v` (None: no module holds it)."""
+        if self._of is None:
+            cands = [x for x in self._leaves if not self._ev.is_optimized(x)]
+            self._of = self._ev.holdings(cands, self.tree(), self.own + (cands,))
+        return self._of.get(id(v))
+
+    def held(self, v: torch.Tensor) -> bool:
+        """Whether anything of the program but the autograd graph keeps `v`."""
+        if self._held is None:
+            loose = [x for x in self._leaves if not self._ev.is_optimized(x) and self.of(x) is None]
+            self._held = self._ev.held_by_program(loose, self.own + (loose,))
+        return id(v) in self._held
+
+    def drop(self) -> None:
+        self._tree = self._of = self._held = None
 
 
 def _local_layer(use: Frame) -> tuple[str | None, SourceLoc | None]:
@@ -275,6 +340,9 @@ class UnregisteredParameter(Rule):
         # modules some of whose parameters an optimizer held when it was first seen: a model
         # being trained, even once every layer the optimizer knew has been swapped for a new one
         self.trained_modules: WeakIdMap[bool] = WeakIdMap()
+        # every module alive when an optimizer was built: a wrapper made later (a trainer's
+        # model-with-loss around the optimized model) is not the model the optimizer was built for
+        self.known_modules: WeakIdMap[bool] = WeakIdMap()
         self.optimizers: WeakIdMap[bool] = WeakIdMap()  # optimizers whose models were looked at
         self.born: WeakIdMap[Site] = WeakIdMap()  # Parameter -> site of its first init write
         self.checked: WeakIdMap[bool] = WeakIdMap()  # leaves judged not ours (optimized, or not trainable)
@@ -289,44 +357,73 @@ class UnregisteredParameter(Rule):
         # adds only the rest): a selection made when the group was added, not a forgotten part
         self.passed_over: WeakIdMap[Site] = WeakIdMap()
 
-    def check(self, event: Any, ctx: RuleContext) -> list[Finding] | None:
+
+    # ---- detect: from capture data only ---------------------------------------------------------
+    def detect(self, event: Any, ev: Evidence) -> list[Detection] | None:
+        """Collect the untrained leaves at each backward (how the live modules hold them, from the
+        object graph), note what existed when each optimizer was built, and at the next step (or
+        the guard's exit) give one Detection per group still untrained."""
         if isinstance(event, BackwardCall):
-            self._collect(event, ctx)
+            self._collect(event, ev)
         elif isinstance(event, GradRead):
             g = self.cands.get(event.tensor) if isinstance(event.tensor, torch.Tensor) else None
             if g is not None and not g.used and read_by_user():
                 g.used = True
         elif isinstance(event, InplaceOp):
-            self._note_birth(event, ctx)
+            self._note_birth(event, ev)
         elif isinstance(event, ParamGroupAdded):
             if event.optimizer not in self.opt_sites:
                 self.opt_sites[event.optimizer] = event.site
             elif event.optimizer in self.stepped:
-                self._note_passed_over(event, ctx)
-            self._note_models(event.optimizer, event.params)
+                self._note_passed_over(event, ev)
+            self._note_models(event.optimizer, ev, event.params)
         elif isinstance(event, StepCall):
             self.stepped[event.optimizer] = True
-            self._note_models(event.optimizer)
+            self._note_models(event.optimizer, ev)
             self._note_idle(event.optimizer)
-            return self._judge(ctx, before=ctx.iteration, step=event.site)
+            return self._judge(ev, before=ev.iteration, step=event.site)
         elif isinstance(event, GuardExit):
-            return self._judge(ctx, before=None)
+            return self._judge(ev, before=None)
         elif isinstance(event, EmptyOptimizer):
-            return self._empty_optimizer(event, ctx)
+            return self._detect_empty(event)
         return None
 
-    def _empty_optimizer(self, event: EmptyOptimizer, ctx: RuleContext) -> list[Finding] | None:
-        """The optimizer's parameter list is empty: the model it was given (`model.parameters()`
-        on its line) registers none. Its layers are built inside `forward` (new ones at every
-        call) or kept in plain lists: fix-at those lines."""
+    def describe(self, d: Detection, event: Any, ctx: RuleContext) -> Finding | None:
+        """Name and word one detection: the leaves' names (lookup/), the lines that made them
+        and where the fix goes, read in the source."""
+        if isinstance(event, EmptyOptimizer):
+            return self._empty_optimizer(event, ctx)
+        g = d.facts["group"]
+        if g.how == "left-out":
+            return self._left_out_finding(ctx, g, d.message)
+        return self._finding(ctx, g, d.message)
+
+    # ---- an optimizer given no parameters -------------------------------------------------------
+    _EMPTY_MESSAGES = ("empty-layers-in-forward", "empty-plain-container", "empty-no-parameters")
+
+    def _detect_empty(self, event: EmptyOptimizer) -> list[Detection] | None:
+        """The optimizer is being built over an empty parameter list (the event is the run-time
+        evidence; PyTorch raises right after). Which model it was given, and so which of the
+        three stories it is, is read from its line's source: `describe` decides between them and
+        drops the finding when no model is found. The Detection carries one message not muted,
+        so that --select / --ignore of any of the three still reach `describe`, which honours
+        them for the story it tells."""
         if not event.site:
             return None
+        open_ = [m for m in self._EMPTY_MESSAGES if m not in self.muted]
+        return [Detection(open_[0], event.optimizer)] if open_ else None
+
+    def _empty_optimizer(self, event: EmptyOptimizer, ctx: RuleContext) -> Finding | None:
+        """The optimizer's parameter list is empty: the model it was given (`model.parameters()`
+        on its line) registers none. Its layers are built inside `forward` (new ones at every
+        call) or kept in plain lists: fix-at those lines. None when the line names no model (an
+        empty list of the user's own making: PyTorch's message says it all)."""
         frames = ctx.frames()
         owner_text = parameters_owner(event.site[0])
         hit = resolve(owner_text, frames) if owner_text else None
         model = hit.value if hit is not None and isinstance(hit.value, torch.nn.Module) else None
         if model is None:
-            return None  # an empty list of the user's own making: PyTorch's message says it all
+            return None
         model_name = hit.name
         built = layers_built_in_forward(model)
         holders = plain_layer_holders(model) if not built else []
@@ -355,15 +452,21 @@ class UnregisteredParameter(Rule):
             else:
                 message, extra = "empty-no-parameters", {}
                 fix = f"register {model_name}'s layers as attributes in __init__ (or pass the right model)"
+        if message in self.muted:
+            return None
         opt_name = assigned_name(event.site[0]) or type(event.optimizer).__name__
         related.append(Related(Role.MODEL, model_name, type(model).__name__, ctx.origin(model, hit), None))
         args = {"name": display(model_name), "optimizer": f"`{opt_name}`", "fix": fix, **extra}
-        return [self.finding(ctx, subject, ctx.loc(event.site), fix, args, related, message=message)]
+        return self.finding(ctx, subject, ctx.loc(event.site), fix, args, related, message=message)
 
     # ---- what existed when an optimizer was built ------------------------------------------------
-    def _note_models(self, opt: Any, given: list[Any] | None = None) -> None:
-        """Parameters registered in the user's modules when an optimizer is first seen: leaving
-        one of those out of it is a choice (freezing by omission), not this bug."""
+    def _note_models(self, opt: Any, ev: Evidence, given: list[Any] | None = None) -> None:
+        """A snapshot of the live models when an optimizer is first seen, from the module tree
+        (whoever holds them): every parameter their modules register is known (leaving one of
+        those out of the optimizer is a choice, freezing by omission, not this bug), and the
+        models some of whose parameters the optimizer holds are trained. A layer kept in a plain
+        list of a module belongs to no model (model.parameters() never saw it). Once per
+        optimizer: one module tree and one pass over the referrers of the trees' roots."""
         if opt in self.optimizers:
             return
         self.optimizers[opt] = True
@@ -372,35 +475,46 @@ class UnregisteredParameter(Rule):
         for item in given or ():
             for p in (item.get("params", ()) if isinstance(item, dict) else (item,)):
                 held.add(id(p))
-        for _, module, _ in user_modules():
-            trained = False
-            for p in module.parameters():
-                self.known[p] = True
-                trained = trained or id(p) in held
-            if trained:
-                self.trained_modules[module] = True
+        tree = ev.module_tree()
+        roots = {id(r): r for r in (tree.root_of(m) for m in tree.modules)}
+        boxes = ev.plain_holders(list(roots.values()), tree, (roots,))
+        model_of: dict[int, torch.nn.Module | None] = {}
+        for rid, r in roots.items():
+            box = boxes.get(rid)
+            # a root in a plain container of a module: that module's model is trained, the
+            # layer's parameters are not the model's
+            model_of[rid] = tree.root_of(box.module) if box is not None and box.keys else None
+        for m in tree.modules:
+            self.known_modules[m] = True
+            root = tree.root_of(m)
+            boxed = model_of.get(id(root))
+            for p in m.__dict__.get("_parameters", {}).values():
+                if p is None:
+                    continue
+                if boxed is None:
+                    self.known[p] = True
+                if id(p) in held:
+                    self.trained_modules[boxed if boxed is not None else root] = True
 
-    def _note_passed_over(self, event: ParamGroupAdded, ctx: RuleContext) -> None:
+    def _note_passed_over(self, event: ParamGroupAdded, ev: Evidence) -> None:
         """A group added to an optimizer that has already stepped (unfreezing part of a model
         mid-training): the parameters that require grad in the sibling layers of the added ones
-        (children of the same parent module) but were neither added nor held before were passed
-        over by that choice. Runs only at such a late add_param_group."""
+        (children of the same parent module, from the module tree) but were neither added nor
+        held before were passed over by that choice. Runs only at such a late add_param_group."""
         added = {id(p) for p in event.params if isinstance(p, torch.Tensor)}
         if not added:
             return
+        tree = ev.module_tree()
         parents: dict[int, torch.nn.Module] = {}
-        for _, root, _ in user_modules():
-            for m in root.modules():
-                if id(m) in parents:
-                    continue
-                for c in m.children():
-                    if any(id(p) in added for p in c.parameters(recurse=False)):
-                        parents[id(m)] = m
-                        break
+        for p in event.params:
+            hit = tree.registering(p) if isinstance(p, torch.Tensor) else None
+            up = tree.parent_of(hit[0]) if hit is not None else None
+            if up is not None:
+                parents.setdefault(id(up), up)
         for m in parents.values():
             for c in m.children():
                 for p in c.parameters():
-                    if (p.requires_grad and id(p) not in added and not ctx.is_optimized(p)
+                    if (p.requires_grad and id(p) not in added and not ev.is_optimized(p)
                             and p not in self.passed_over):
                         self.passed_over[p] = event.site
 
@@ -431,11 +545,11 @@ class UnregisteredParameter(Rule):
                 except TypeError:  # an optimizer that cannot be weakly referenced
                     return
 
-    def _note_birth(self, event: InplaceOp, ctx: RuleContext) -> None:
+    def _note_birth(self, event: InplaceOp, ev: Evidence) -> None:
         # nn.Linear & co. initialise their new Parameters in place under no_grad: the first such
         # write tells where a layer was built (PyTorch's Parameter() itself is invisible to us).
         t = event.target
-        if event.grad_enabled or ctx.in_optimizer_step() or not isinstance(t, torch.nn.Parameter):
+        if event.grad_enabled or ev.in_optimizer_step() or not isinstance(t, torch.nn.Parameter):
             return
         g = self.cands.get(t)
         if g is not None:
@@ -444,10 +558,10 @@ class UnregisteredParameter(Rule):
             self.born[t] = event.site
 
     # ---- collecting at each backward ------------------------------------------------------------
-    def _collect(self, event: BackwardCall, ctx: RuleContext) -> None:
+    def _collect(self, event: BackwardCall, ev: Evidence) -> None:
         if event.api == "grad" or event.inputs or event.scan is None:
             return  # autograd.grad fills no .grad; backward(inputs=...) chose its leaves
-        if not ctx.any_optimized():
+        if not ev.any_optimized():
             return  # no optimizer known yet (or none at all): nothing to compare with
         done, cands = self.checked.entries, self.cands.entries
         # (WeakIdMap lookups inlined: this runs over every leaf at every backward)
@@ -458,14 +572,15 @@ class UnregisteredParameter(Rule):
             return  # the steady state: every leaf already judged (fast lookups only)
         found = []
         order: _Order | None = None
+        holds = _Holds(ev, new, (event.scan.leaves, event.scan.function_inputs, new, found))
         for v in new:
             # an optimized leaf stays judged: handed to an optimizer is the end of the story
-            if ctx.is_optimized(v):
+            if ev.is_optimized(v):
                 verdict = None
             else:
                 if order is None:
-                    order = _Order(event.scan, ctx)  # lazy: analyses only when asked
-                verdict = self._owner_of(v, ctx, order)
+                    order = _Order(event.scan, ev)  # lazy: analyses only when asked
+                verdict = self._owner_of(v, ev, order, holds)
             if verdict is None:
                 self.checked[v] = True  # optimized, or not a trainable tensor of a trained model
             else:
@@ -473,12 +588,12 @@ class UnregisteredParameter(Rule):
         if found:
             sites = self._use_sites(event, {id(v) for v, _ in found})
             for v, verdict in found:
-                self._add(v, verdict, event, ctx, sites.get(id(v)), order)
+                self._add(v, verdict, event, ev, sites.get(id(v)), order)
+        holds.drop()
 
-    def _owner_of(self, v: torch.Tensor, ctx: RuleContext, order: "_Order | None"
-                  ) -> tuple[str, str | None, Any] | None:
-        """(how, name, left-out verdict) when `v` is meant to be trained but sits outside every
-        optimizer."""
+    def _owner_of(self, v: torch.Tensor, ev: Evidence, order: "_Order | None", holds: "_Holds"
+                  ) -> "_Verdict | None":
+        """How `v` is held, when it is meant to be trained but sits outside every optimizer."""
         if v._backward_hooks or getattr(v, "_post_accumulate_grad_hooks", None):
             return None  # its gradient is taken by a hook (an optimizer in backward, DDP-like)
         known = v in self.known
@@ -487,38 +602,55 @@ class UnregisteredParameter(Rule):
             if known or self.searches >= MAX_SEARCHES:
                 return None
             self.searches += 1  # plain tensors are many (inputs with requires_grad_): bounded
-            if ctx.leaf_used(v):
+            if ev.leaf_used(v):
                 # its creation line's tensors are used (an optimizer holds some of them): only
                 # one of a list the optimizer got part of is ours (`layers[:2]` passed, not all)
-                if find_owner(v) is not None:
+                if holds.of(v) is not None:
                     return None
-                sibling = _optimized_sibling(v, ctx)
-                return ("standalone", sibling, None) if sibling else None
-        owner = find_owner(v)
+                box = _optimized_sibling(v, ev, holds.own)
+                return _Verdict("standalone", ("box", box, id(v))) if box is not None else None
+        owner = holds.of(v)
         if owner is not None:
-            trained_root = owner.root in self.trained_modules or any(
-                ctx.is_optimized(p) for p in owner.root.parameters())
+            place = ("model", id(owner.model), owner.path)
+            model = self._model_of(owner, holds.tree(), ev)
+            trained_root = model in self.trained_modules or any(
+                ev.is_optimized(p) for p in model.parameters())
             if known or not trained_root:
                 # it existed when the optimizer was built, or belongs to a model nothing of which
                 # is optimized: a part left out of the parameter groups, when the same backward
                 # also trains optimized parameters (else a probe, a teacher, no optimizer here)
                 if owner.how != "registered" or order is None:
                     return None
-                left = _left_out(v, owner, ctx, order)
+                left = _left_out(v, owner, ev, order, holds.tree())
                 if left is not None:
                     left.existed = known
-                return None if left is None else ("left-out", owner.path, left)
-            return ("registered-late" if owner.how == "registered" else owner.how), owner.path, None
+                return None if left is None else _Verdict("left-out", place, owner, left)
+            how = "registered-late" if owner.how == "registered" else owner.how
+            return _Verdict(how, place, owner)
         if known:
             return None
         if not is_param:
             # a plain tensor outside any module is GG103's business, not ours, unless it sits in
             # a list or dict some of whose other tensors an optimizer holds (`layers[2]` of a
             # hand-built net whose optimizer got `layers[:2]`): a part left out of that list
-            sibling = _optimized_sibling(v, ctx)
-            return ("standalone", sibling, None) if sibling else None
-        hit = find_name(lambda x: x is v)
-        return ("standalone", hit.name, None) if hit else ("unnamed", None, None)
+            box = _optimized_sibling(v, ev, holds.own)
+            return _Verdict("standalone", ("box", box, id(v))) if box is not None else None
+        # a Parameter no module holds: one the program keeps (a variable, a list, a closure) was
+        # not given to the optimizer; one nothing keeps but the graph was built while running
+        if holds.held(v):
+            return _Verdict("standalone", ("loose", id(v)))
+        return _Verdict("unnamed", None)
+
+    def _model_of(self, owner: Holding, tree: ModuleTree, ev: Evidence) -> torch.nn.Module:
+        """The model `owner`'s tensor belongs to, as the optimizer saw models: the outermost
+        module above it that existed when an optimizer was built or that holds no optimized
+        parameter. A wrapper built after the optimizer around the optimized model and a new part
+        (FairMOT's model-with-loss around the net and the loss's classifier) does not make that
+        part a layer added to the trained model: its model is the new part itself."""
+        for m in tree.chain_to(owner.module):
+            if m in self.known_modules or not any(ev.is_optimized(p) for p in m.parameters()):
+                return m
+        return owner.model
 
     @staticmethod
     def _use_sites(event: BackwardCall, ids: set[int]) -> dict[int, Site]:
@@ -539,25 +671,25 @@ class UnregisteredParameter(Rule):
                 out[id(var)] = st.site
         return out
 
-    def _add(self, v: torch.Tensor, verdict: tuple[str, str | None, Any], event: BackwardCall,
-             ctx: RuleContext, use: Site | None, order: "_Order | None") -> None:
-        how, name, left = verdict
+    def _add(self, v: torch.Tensor, verdict: "_Verdict", event: BackwardCall,
+             ev: Evidence, use: Site | None, order: "_Order | None") -> None:
+        how, place, left = verdict.how, verdict.place, verdict.left
         if left is not None:
             # one finding per module left out (its layers are used at several lines)
             key: tuple = ("left-out", id(left.top))
-        elif use is None and how == "registered-late" and name and "." in name:
+        elif use is None and how == "registered-late" and place is not None and verdict.owner is not None:
             # no use site (an unrecorded iteration): the tensors of one layer swapped in after
-            # the optimizer (`weight` and `bias`) are one finding, keyed by that layer
-            key = (None, name.rsplit(".", 1)[0])
+            # the optimizer (`weight` and `bias`) are one finding, keyed by that layer's place
+            key = (None, place[1], place[2].rpartition(".")[0])
         else:
-            key = ((use[0].file, use[0].line) if use else None, name if use is None else None)
+            key = ((use[0].file, use[0].line) if use else None, place if use is None else None)
         g = self.groups.get(key)
-        if g is None and use is None and name is not None:
-            # unrecorded iteration (light mode): the same name seen earlier belongs to its group
-            g = next((x for x in self.groups.values() if name in x.names), None)
-        rec = ctx.leaf_record(v)
+        if g is None and use is None and place is not None:
+            # unrecorded iteration (light mode): the same place seen earlier belongs to its group
+            g = next((x for x in self.groups.values() if place in x.places), None)
+        rec = ev.leaf_record(v)
         if g is None:
-            if not ctx.recording_details() and how in ("standalone", "unnamed"):
+            if not ev.recording_details() and how in ("standalone", "unnamed"):
                 # a loose Parameter made fresh each step is often an input whose .grad is read
                 # (a saliency map); reads are seen only while recording, so stay quiet
                 self.checked[v] = True
@@ -566,45 +698,125 @@ class UnregisteredParameter(Rule):
                 return
             born = self.born.get(v) or (rec.site if rec is not None else None)
             kind = "parameter" if isinstance(v, torch.nn.Parameter) else "tensor"
-            g = self.groups[key] = _Group(name, kind, how, use or event.site, event.site,
-                                          ctx.iteration, summarize(v), born)
+            g = self.groups[key] = _Group(how, use or event.site, event.site,
+                                          ev.iteration, summarize(v), born)
+            owner = verdict.owner
+            if owner is not None:
+                # plain data for wording a finding whose names are gone: its attribute, the class
+                # of the module holding it; and whether a plain container holds its layer
+                g.attr, g.holder_class = owner.attr, type(owner.module).__name__
+                g.model_class = type(owner.model).__name__
+                g.in_layer = owner.layer is not None
+            g.kind = kind
             if left is not None:
                 g.module, g.partly, g.existed = weakref.ref(left.top), left.partly, left.existed
                 if order is not None and order.trained is not None:
                     g.trained = weakref.ref(order.trained)
         # its gradient is meant for an optimizer: one finding (this one), not also GG103's
         # "needless requires_grad", whose fix would be the opposite (supersedes, NOTE [supersedes])
-        ctx.claim_leaf(self, v)
-        if name and name not in g.names:
-            g.names.append(name)
+        ev.claim_leaf(self, v)
+        if place is not None and place not in g.places and len(g.places) < MAX_PLACES:
+            g.places.append(place)
+        if place is not None and place in g.places:
+            g.by_place[place] = weakref.ref(v)  # the newest leaf at that place: the one to name
         if len(g.joined) < 8:  # two iterations already tell "built anew at every call"
-            g.joined.add(ctx.iteration)
+            g.joined.add(ev.iteration)
         # keep the newest few: a layer built in forward adds new leaves at every call
         g.leaves = [r for r in g.leaves[-15:] if r() is not None] + [weakref.ref(v)]
         self.cands[v] = g
 
     # ---- judging ---------------------------------------------------------------------------------
-    def _judge(self, ctx: RuleContext, before: int | None, step: Site | None = None
-               ) -> list[Finding] | None:
-        if not self.groups or not ctx.any_optimized():
+    def _judge(self, ev: Evidence, before: int | None, step: Site | None = None
+               ) -> list[Detection] | None:
+        if not self.groups or not ev.any_optimized():
             return None  # no optimizer at all: a manual loop applies gradients itself
         out = []
         for g in self.groups.values():
             if g.reported or (before is not None and g.iteration >= before):
                 continue  # give the user the rest of the iteration to read .grad
             alive = [v for v in (r() for r in g.leaves) if v is not None]
-            if g.used or any(ctx.is_optimized(v) for v in alive):
+            if g.used or any(ev.is_optimized(v) for v in alive):
                 g.reported = True  # read by the user, or handed to an optimizer since
                 continue
             g.reported = True
             if g.how == "left-out" and g.use is g.backward and step:
                 g.use = step  # unrecorded use (light mode): the step that leaves it out
-            out.append(self._finding(ctx, g))
+            out.append(Detection(self._message_of(g, alive), alive[-1] if alive else None, {"group": g}))
         return out
 
-    def _finding(self, ctx: RuleContext, g: _Group) -> Finding:
+    def _message_of(self, g: _Group, alive: list[torch.Tensor]) -> str:
+        """The group's story, from how its leaves are held and what the optimizers did (why
+        model.parameters() misses it; for a module left out, which optimizer left it out)."""
         if g.how == "left-out":
-            return self._left_out_finding(ctx, g)
+            opt = self._optimizer_for(g)
+            meant = g.meant() if g.meant is not None else None
+            message = "left-out-partly" if g.partly else "left-out"
+            if meant is not None and meant is opt:
+                message = "optimizer-over-other-params-partly" if g.partly else "optimizer-over-other-params"
+            if alive and all(self.passed_over.get(v) is not None for v in alive):
+                # left out by the add_param_group that unfroze its neighbours: most likely on
+                # purpose (frozen BatchNorm during fine-tuning)
+                message = "passed-over"
+            return message
+        if len(g.joined) > 1:
+            return "built-anew"
+        return {"unnamed": "built-while-running", "attribute": "plain-tensor-attribute",
+                "container": "layer-in-plain-container" if g.in_layer else "tensor-in-plain-container",
+                "standalone": "not-given"}.get(g.how, "added-after-optimizer")
+
+    def _optimizer_for(self, g: _Group) -> Any:
+        """The optimizer that holds the parameters the group's backward trained (the one meant
+        for it, when one was found), else the first one seen; None when none is alive."""
+        return self._optimizer_and_site(g)[0]
+
+    def _optimizer_and_site(self, g: _Group) -> tuple[Any, Site | None]:
+        trained = g.trained() if g.trained is not None else None
+        meant = g.meant() if g.meant is not None else None
+        if meant is not None and self.opt_sites.get(meant) is not None:
+            return meant, self.opt_sites.get(meant)
+        found = None
+        for ref, site in list(self.opt_sites.entries.values()):
+            opt = ref()
+            if opt is None:
+                continue
+            if found is None:
+                found = (opt, site)
+            if trained is not None and any(p is trained for grp in opt.param_groups for p in grp["params"]):
+                found = (opt, site)
+                break
+        return found if found is not None else (None, None)
+
+    # ---- describe: names and words -------------------------------------------------------------
+    def _name_leaves(self, ctx: RuleContext, g: _Group) -> None:
+        """The user's names of the group's leaves (one per place, first seen first), looked up
+        in the user's frames now: the path to a module's tensor, a list's element, a variable."""
+        names: list[str] = []
+        for ref in g.by_place.values():
+            v = ref()
+            n = _leaf_name(ctx, g.how, v) if v is not None else None
+            if n and n not in names:
+                names.append(n)
+        g.names = names
+
+    def _unnamed(self, g: _Group, default: str) -> str:
+        """How to word a subject no name reaches: its place in its model (the object graph's
+        keys, `head.weight`; their common part for several leaves) and the model's class, else
+        its attribute and its module's class."""
+        paths = [p[2] for p in g.places if p and p[0] == "model" and p[2]]
+        if paths and g.model_class:
+            if len(paths) == 1:
+                return f"`{paths[0]}` ({g.summary}) of a {g.model_class} model"
+            common = os.path.commonprefix(paths)
+            cut = max(common.rfind("."), common.rfind("["))
+            if common in paths or cut <= 0:
+                return f"the parameters of a {g.model_class} model"
+            return f"`{common[:cut]}` of a {g.model_class} model"
+        if g.attr and g.holder_class:
+            return f"`{g.attr}` ({g.summary}) of a {g.holder_class} module"
+        return default
+
+    def _finding(self, ctx: RuleContext, g: _Group, message: str) -> Finding:
+        self._name_leaves(ctx, g)
         name, kind = self._subject_name(g)
         born = ctx.loc(g.born)
         made_at: list[tuple[str, SourceLoc]] = []
@@ -618,7 +830,9 @@ class UnregisteredParameter(Rule):
         g.kind = kind
         if name is None and g.born:
             name = assigned_name(g.born[0])
-        if name is None and g.use:
+        if name is None and g.use and not g.attr:
+            # a layer no module holds (built in forward): the name its use line calls; a tensor a
+            # module holds is worded by its place instead (the use line calls a loop variable)
             name, made = _local_layer(g.use[0])
             born = born or made
         if born is None and name and g.how in ("attribute", "container") and g.use:
@@ -637,7 +851,7 @@ class UnregisteredParameter(Rule):
                 # assignment itself), not the __init__ line of the layer it replaced
                 born = late[1] or late[0]
         subject = Subject(name, kind, g.summary, born, g.iteration)
-        message, fix, extra = self._explain(g, name, ctx)
+        fix, extra = self._explain(g, name, ctx, message)
         if made_at and len(g.joined) > 1:
             attrs = ", ".join(f"self.{n.rsplit('.', 1)[-1]}" for n, _ in made_at)
             fix = (f"create {attrs} once in __init__ (self.{name.rsplit('.', 1)[-1]} = "
@@ -660,15 +874,16 @@ class UnregisteredParameter(Rule):
             related += ctx.fix_at(made, holder, "ModuleList")
         return self.finding(ctx, subject, ctx.loc(g.use), fix,
                             {"backward_line": backward.line if backward else "?", "fix": fix,
-                             "name": display(name, "A trainable tensor"), **extra}, related,
+                             "name": display(name, self._unnamed(g, "A trainable tensor")), **extra}, related,
                             message=message)
 
-    def _left_out_finding(self, ctx: RuleContext, g: _Group) -> Finding:
+    def _left_out_finding(self, ctx: RuleContext, g: _Group, message: str) -> Finding:
         """A module that existed when the optimizer was built (or whose model nothing else of is
         optimized), reached by a backward that trains the optimized parameters, left out of every
         parameter group: named as the user wrote it where it was built; fix at the optimizer."""
         top = g.module() if g.module is not None else None
         leaves = [v for v in (r() for r in g.leaves) if v is not None]
+        self._name_leaves(ctx, g)
         path_name, _ = self._subject_name(g)
         name, made = path_name, None
         if top is not None and leaves:
@@ -701,21 +916,12 @@ class UnregisteredParameter(Rule):
             made = ctx.origin(top, resolve(name))
         subject = Subject(name, "module", g.summary, made or ctx.loc(g.born), g.iteration)
         what = name or "the module"
-        # the story: left out (or, `g.partly`, decided at the backward: the one part a list of
-        # per-part groups leaves out), the optimizer meant for it built over other parameters, or
-        # passed over on purpose by a late add_param_group
-        partly = g.partly
+        # the story (`message`, chosen by detect): left out, the optimizer meant for it built over
+        # other parameters, or passed over on purpose by a late add_param_group
         extra = {"optimizer": opt_name,
                  "existed": ", although it existed when the optimizer was built" if g.existed else ""}
-        message = "left-out-partly" if partly else "left-out"
-        if meant is not None and meant is opt:
-            message = "optimizer-over-other-params-partly" if partly else "optimizer-over-other-params"
-        passed = [self.passed_over.get(v) for v in leaves]
-        if leaves and all(s is not None for s in passed):
-            # left out by the add_param_group that unfroze its neighbours: most likely on purpose
-            # (frozen BatchNorm during fine-tuning); its gradients are computed for nothing
-            added = ctx.loc(passed[0])
-            message = "passed-over"
+        if message == "passed-over":
+            added = ctx.loc(self.passed_over.get(leaves[0]) if leaves else None)
             extra["added_at"] = f" at line {added.line}" if added else ""
         fix = (f"give it to the optimizer: list {what}.parameters() where {opt_name} is built, or "
                f"{opt_name}.add_param_group({{'params': {what}.parameters()}}); to leave it "
@@ -727,31 +933,17 @@ class UnregisteredParameter(Rule):
         related += ctx.fix_at(opt_site, opt_name, "optimizer")
         return self.finding(ctx, subject, ctx.loc(g.use), fix,
                             {"backward_line": backward.line if backward else "?", "fix": fix,
-                             "name": display(name, "A module"), **extra}, related,
+                             "name": display(name, self._unnamed(g, "A module")), **extra}, related,
                             message=message)
 
     def _optimizer_of(self, ctx: RuleContext, g: _Group) -> tuple[Any, str, Site | None]:
         """The optimizer that holds the parameters the group's backward trained: (optimizer, its
         name, where it was given its parameters)."""
-        trained = g.trained() if g.trained is not None else None
-        meant = g.meant() if g.meant is not None else None
-        if meant is not None and self.opt_sites.get(meant) is not None:
-            hit = ctx.name_of(meant)
-            return meant, hit.name if hit else "the optimizer", self.opt_sites.get(meant)
-        found = None
-        for ref, site in list(self.opt_sites.entries.values()):
-            opt = ref()
-            if opt is None:
-                continue
-            if found is None:
-                found = (opt, site)
-            if trained is not None and any(p is trained for grp in opt.param_groups for p in grp["params"]):
-                found = (opt, site)
-                break
-        if found is None:
+        opt, site = self._optimizer_and_site(g)
+        if opt is None:
             return None, "the optimizer", None
-        hit = ctx.name_of(found[0])
-        return found[0], hit.name if hit else "the optimizer", found[1]
+        hit = ctx.name_of(opt)
+        return opt, hit.name if hit else "the optimizer", site
 
     @staticmethod
     def _subject_name(g: _Group) -> tuple[str | None, str]:
@@ -767,47 +959,68 @@ class UnregisteredParameter(Rule):
         return g.names[0], g.kind
 
     @staticmethod
-    def _explain(g: _Group, name: str | None, ctx: RuleContext) -> tuple[str, str, dict[str, Any]]:
-        """The group's message (why model.parameters() misses it), the fix, and the message's
-        own fields."""
+    def _explain(g: _Group, name: str | None, ctx: RuleContext, message: str
+                 ) -> tuple[str, dict[str, Any]]:
+        """The fix for the group's message (why model.parameters() misses it), and the
+        message's own fields."""
         opts = ctx.optimizers()
         opt = opts[0][0] if opts else "optimizer"
         what = name or "it"
-        fresh = len(g.joined) > 1
-        if fresh or g.how == "unnamed":
+        if message in ("built-anew", "built-while-running"):
             fix = ("build the layer once in __init__ (self.layer = nn.Linear(...)) and call it in "
                    "forward, so model.parameters() includes it")
-            if fresh:
-                return "built-anew", fix, {"iterations": len(g.joined)}
-            return "built-while-running", fix, {}
-        if g.how == "attribute":
-            attr = what.rsplit(".", 1)[-1]
-            return ("plain-tensor-attribute",
-                    f"wrap it where the module assigns it: self.{attr} = nn.Parameter(...)", {})
-        if g.how == "container":
-            holder = _container_holder(g.use[0].file, what) if g.use and name else what.split("[", 1)[0]
-            attr = holder.rsplit(".", 1)[-1]
-            if holder == what:
+            return fix, ({"iterations": len(g.joined)} if message == "built-anew" else {})
+        if message == "plain-tensor-attribute":
+            attr = what.rsplit(".", 1)[-1] if name else (g.attr or what)
+            return f"wrap it where the module assigns it: self.{attr} = nn.Parameter(...)", {}
+        if message in ("tensor-in-plain-container", "layer-in-plain-container"):
+            if name:
+                holder = _container_holder(g.use[0].file, what) if g.use else what.split("[", 1)[0]
+                attr = holder.rsplit(".", 1)[-1]
+            else:
+                attr = g.attr or what
+            if message == "tensor-in-plain-container":
                 # the container holds the tensors themselves (`self.alpha1 = [nn.Parameter(...)]`)
-                return ("tensor-in-plain-container",
-                        f"self.{attr} = nn.ParameterList(...)  (nn.ParameterDict for a dict)", {})
-            return ("layer-in-plain-container",
-                    f"self.{attr} = nn.ModuleList(...)  (nn.ModuleDict for a dict, "
+                return f"self.{attr} = nn.ParameterList(...)  (nn.ParameterDict for a dict)", {}
+            return (f"self.{attr} = nn.ModuleList(...)  (nn.ModuleDict for a dict, "
                     "nn.ParameterList for tensors)", {})
-        if g.how == "standalone":
-            return ("not-given",
-                    f"pass it to the optimizer too: {opt}.add_param_group({{'params': [{what}]}}), "
+        if message == "not-given":
+            return (f"pass it to the optimizer too: {opt}.add_param_group({{'params': [{what}]}}), "
                     "or list it when building the optimizer", {})
         params = f"{what}.parameters()" if g.kind == "module" else f"[{what}]"
-        return ("added-after-optimizer",
-                f"build the optimizer after the model is complete, or "
+        return (f"build the optimizer after the model is complete, or "
                 f"{opt}.add_param_group({{'params': {params}}})", {})
 
 
-def _optimized_sibling(v: torch.Tensor, ctx: RuleContext) -> str | None:
+def _optimized_sibling(v: torch.Tensor, ev: Evidence, own: tuple[Any, ...]) -> int | None:
+    """The id of a list, tuple or dict holding `v` that also holds a tensor an optimizer is
+    given, whoever holds that container (read from the referrers): the container is the
+    program's set of trainable tensors, and `v` is the one missing from the optimizer."""
+    for cid, items in ev.containers_with(v, own):
+        # (type() and issubclass: the elements are anything the program keeps, lazy proxies too)
+        if any(x is not v and issubclass(type(x), torch.Tensor) and x.requires_grad and ev.is_optimized(x)
+               for x in items):
+            return cid
+    return None
+
+
+def _leaf_name(ctx: RuleContext, how: str, v: torch.Tensor) -> str | None:
+    """The user's name for one leaf of a group: the path to it inside a module the user holds,
+    the element of a list of trainable tensors (`layers[2]`), or a variable. Report time only."""
+    if how == "unnamed":
+        return None
+    if how != "standalone":
+        owner = find_owner(v)
+        return owner.path if owner is not None else None
+    if not isinstance(v, torch.nn.Parameter):
+        return _sibling_name(v, ctx)
+    hit = find_name(lambda x: x is v)
+    return hit.name if hit else None
+
+
+def _sibling_name(v: torch.Tensor, ctx: RuleContext) -> str | None:
     """The user's name for `v` (`layers[2]`) when it is an element of a list, tuple or dict that
-    also holds a tensor an optimizer is given: the container is the program's set of trainable
-    tensors, and `v` is the one missing from the optimizer. None otherwise."""
+    also holds a tensor an optimizer is given, as the user's frames reach it."""
     frames = ctx.frames()
     for hit in find_names(lambda x: x is v, frames)[:8]:
         if not hit.name.endswith("]") or "[" not in hit.name:
@@ -906,9 +1119,9 @@ class _Order:
     feeding the trained part, a teacher whose output meets the model's only at the loss).
     Built lazily, at most once per backward, and only for a leaf that may have been left out."""
 
-    def __init__(self, scan: Any, ctx: RuleContext) -> None:
+    def __init__(self, scan: Any, ev: Evidence) -> None:
         self._scan = scan
-        self._ctx = ctx
+        self._ev = ev
         self.trained: torch.Tensor | None = None  # one optimized leaf reached
         self._index: dict[int, int] | None = None
         self._deps: list[bool] = []
@@ -925,7 +1138,7 @@ class _Order:
             # Only optimized *parameters* make activations "trained": when the optimized leaf is
             # a plain tensor (the canvas of style transfer, an adversarial input, deep dream), the
             # modules applied to it are fixed functions of it, not heads left out of the optimizer.
-            if v is not None and isinstance(v, torch.nn.Parameter) and self._ctx.is_optimized(v):
+            if v is not None and isinstance(v, torch.nn.Parameter) and self._ev.is_optimized(v):
                 deps[i] = True
                 if self.trained is None:
                     self.trained = v
@@ -988,7 +1201,8 @@ class _LeftOut:
     existed: bool = False  # registered when the optimizer was built
 
 
-def _left_out(v: torch.Tensor, owner: Any, ctx: RuleContext, order: _Order) -> _LeftOut | None:
+def _left_out(v: torch.Tensor, owner: Holding, ev: Evidence, order: _Order, tree: ModuleTree
+              ) -> _LeftOut | None:
     """Whether `v`, a registered parameter no optimizer holds, belongs to a module left out of the
     parameter groups by mistake. The backward that reached it must also train optimized
     parameters. A module applied to trained activations (a head, a metric layer, a loss with
@@ -998,16 +1212,15 @@ def _left_out(v: torch.Tensor, owner: Any, ctx: RuleContext, order: _Order) -> _
     model but this one (a gap in a list of parameter groups): a warning."""
     if not order.has_trained():
         return None
-    chain = chain_to(owner.root, v)
-    if chain is None:
-        return None
+    # the registering modules from the model down to the one whose `_parameters` holds `v`
+    chain = tree.chain_to(owner.module)
     par = None
-    for i, m in enumerate(chain.modules):
-        if any(ctx.is_optimized(q) for q in m.parameters()):
+    for i, m in enumerate(chain):
+        if any(ev.is_optimized(q) for q in m.parameters()):
             par = i
-    if par is not None and par == len(chain.modules) - 1:
+    if par is not None and par == len(chain) - 1:
         return None  # its own module is partly optimized: a tensor left out on purpose
-    top = chain.modules[0 if par is None else par + 1]
+    top = chain[0 if par is None else par + 1]
     joins = order.joins_as_weight(v)
     if joins is None:
         return None
@@ -1016,11 +1229,11 @@ def _left_out(v: torch.Tensor, owner: Any, ctx: RuleContext, order: _Order) -> _
     if par is None:
         return None
     covered = left = 0
-    for child in chain.modules[par].children():
+    for child in chain[par].children():
         ps = [q for q in child.parameters() if q.requires_grad]
         if not ps:
             continue
-        if all(ctx.is_optimized(q) for q in ps):
+        if all(ev.is_optimized(q) for q in ps):
             covered += 1
         elif child is not top:
             left += 1
