@@ -148,6 +148,11 @@ class ParamWithoutGrad(Rule):
                 "reaches the loss. Fix: {fix}",
                 "the forward reads a parameter but what it computes never reaches a loss (a "
                 "pooler, an extra head)"),
+        Message("inherited-unused", "info",
+                "{name} is optimized but received no gradient: it never reached the graph of a backward at {steps} steps; "
+                "{base}.forward uses it, but {cls} overrides forward and does not. Fix: {fix}",
+                "a layer (or parameter) that a base class's forward uses, left unused by the "
+                "subclass whose own forward replaces it: the subclass's choice, kept as weight"),
         Message("ddp-unused", "info",
                 "{name} is optimized but received no gradient: it never reached the graph of a backward at {steps} steps; the "
                 "DistributedDataParallel module that holds it was built with "
@@ -489,6 +494,12 @@ class ParamWithoutGrad(Rule):
                 # program (DDP's find_unused_parameters case), a forgotten loss term is not.
                 # Told, not alarmed.
                 message = "output-unused"
+            elif (over := _overridden_user(tree, module, reg[1] if reg is not None else None)) is not None:
+                # A base class's forward uses it and the live class overrides forward without
+                # it (JEM's CCF over F: energy_output): a layer the subclass inherits and chose
+                # not to use, not one the program forgot to call. Told, not alarmed.
+                message = "inherited-unused"
+                facts["cls"], facts["base"] = over
             elif module is not None and not _covers(module, members):
                 # one parameter of a module whose other parameters train (a prompt tensor the
                 # forward reads as `.data`): the parameter is what gets no gradient
@@ -698,6 +709,10 @@ class ParamWithoutGrad(Rule):
             args["opt"] = opt_name
             fix = (f"build {opt_name} over the parameters of the model the loss is computed "
                    "from, after the model is final (create the model once, then the optimizer)")
+        elif message == "inherited-unused":
+            args["cls"], args["base"] = d.facts["cls"], d.facts["base"]
+            fix = (f"if {args['cls']} should train {name or 'it'}, use it in {args['cls']}.forward; "
+                   f"otherwise leave it out of {opt_name} (or freeze it with requires_grad_(False))")
         elif message == "ddp-unused":
             fix = (f"if {name or 'it'} should train, make the forward use it; otherwise freeze "
                    "it with requires_grad_(False) (find_unused_parameters' graph walk costs "
@@ -807,6 +822,40 @@ def _told_key(cuts: list, event: Any) -> tuple:
     cut_at = (c.site[0].file, c.site[0].line) if c.site else None
     step_at = (event.site[0].file, event.site[0].line) if event.site else None
     return (describe_op(c), cut_at, step_at)
+
+
+def _overridden_user(tree: ModuleTree, module: torch.nn.Module | None,
+                     attr: str | None) -> tuple[str, str] | None:
+    """(class, base class) when, at `module`'s attribute `attr` or at one of the modules above it
+    (each by the key its parent registers it under), the live class overrides a base class's
+    `forward` that reads that attribute and its own `forward` does not. Read from the classes'
+    compiled code (the names each forward's bytecode loads), never from the program's source."""
+    if module is None or attr is None:
+        return None
+    steps: list[tuple[torch.nn.Module, str]] = [(module, attr)]
+    child = module
+    for up in tree.ancestors(module):
+        hit = tree.parent.get(id(child))
+        if hit is None:
+            break
+        steps.append((up, hit[1]))
+        child = up
+    for owner, key in steps:
+        cls = type(owner)
+        live = getattr(cls.forward, "__code__", None)
+        if live is None or key in live.co_names:
+            continue
+        for base in cls.__mro__[1:]:
+            if base.__module__.split(".")[0] == "torch":
+                break  # nn.Module's own forward, or a library's: not the program's base class
+            fwd = base.__dict__.get("forward")
+            code = getattr(fwd, "__code__", None)
+            if code is None or code is live:
+                continue
+            if key in code.co_names:
+                return cls.__name__, base.__name__
+            break  # the nearest base that defines forward is the one overridden
+    return None
 
 
 def _by_registering(tree: ModuleTree, params: list[torch.Tensor]) -> list[list[torch.Tensor]]:
