@@ -476,7 +476,10 @@ class ParamWithoutGrad(Rule):
         for p in params:
             self.reported[p] = True
         out = []
-        for members in _by_registering(tree, params)[:4]:
+        # an optimizer none of whose parameters reaches a graph is one story (it was built over
+        # another model), told once for all it holds; otherwise one per module that registers them
+        groups = [params] if every else _by_registering(tree, params)[:4]
+        for members in groups:
             p = members[0]
             reg = tree.registering(p)
             module = reg[0] if reg is not None else None
