@@ -483,8 +483,14 @@ class ParamWithoutGrad(Rule):
             p = members[0]
             reg = tree.registering(p)
             module = reg[0] if reg is not None else None
+            attr = reg[1] if reg is not None else None
+            if every and len(members) > 1:
+                # all the optimizer holds: the innermost module that registers every one of them
+                common = _common_module(tree, members)
+                if common is not None:
+                    module, attr = common, None
             facts: dict[str, Any] = {"params": members, "every": every, "module": module,
-                                     "attr": reg[1] if reg is not None else None}
+                                     "attr": attr}
             if every:
                 message = "optimizer-unreached"
             elif ev.ddp_unused_declared(p):
@@ -672,7 +678,8 @@ class ParamWithoutGrad(Rule):
         if hit is None and module is not None:
             subject = replace(subject, created_at=origin_of(module) or subject.created_at)
             unnamed_desc = (f"parameter `{attr}` (shape {tuple(p.shape)}) of a "
-                            f"{type(module).__name__} module that {opt_name} holds")
+                            f"{type(module).__name__} module that {opt_name} holds" if attr else
+                            f"the parameters of a {type(module).__name__} module that {opt_name} holds")
         trained = self._trained_module(members) if d.facts["every"] else None
         part_of = None  # the module whose other parameters do train, by its name
         read_at: list[Related] = []  # where that module's forward reads the parameter
@@ -692,8 +699,10 @@ class ParamWithoutGrad(Rule):
             for loc in reads[:2]:
                 read_at += ctx.fix_at(loc, f"self.{attr}", "compute with the parameter itself")
         elif label is not None or module is not None:
-            # the module the parameters belong to, named as the program names it
-            resolved = _resolve_module(label) if label is not None else None
+            # the module the parameters belong to, named as the program names it (for all an
+            # optimizer holds, the innermost module registering them all, found by the tree)
+            resolved = (_resolve_module(label) if label is not None
+                        and not (d.facts["every"] and d.facts["attr"] is None) else None)
             owner, owner_name = ((resolved, label) if resolved is not None
                                  else (module, _module_label(ctx, module)))
             if owner_name is not None and owner is not None and _covers(owner, members):
@@ -825,6 +834,26 @@ def _told_key(cuts: list, event: Any) -> tuple:
     cut_at = (c.site[0].file, c.site[0].line) if c.site else None
     step_at = (event.site[0].file, event.site[0].line) if event.site else None
     return (describe_op(c), cut_at, step_at)
+
+
+def _common_module(tree: ModuleTree, params: list[torch.Tensor]) -> torch.nn.Module | None:
+    """The innermost module whose registered descendants hold every one of `params`."""
+    common: list[torch.nn.Module] | None = None
+    for p in params:
+        reg = tree.registering(p)
+        if reg is None:
+            return None
+        chain = tree.chain_to(reg[0])
+        if common is None:
+            common = chain
+            continue
+        n = 0
+        while n < min(len(common), len(chain)) and common[n] is chain[n]:
+            n += 1
+        common = common[:n]
+        if not common:
+            return None
+    return common[-1] if common else None
 
 
 def _overridden_user(tree: ModuleTree, module: torch.nn.Module | None,
