@@ -63,16 +63,7 @@ class ModuleTree:
     def path_of(self, m: torch.nn.Module) -> str:
         """The registration keys from `m`'s root down to `m` (`encoder.layers.0`; "" for a root):
         the object graph's own keys, to tell two places of one model apart."""
-        keys = []
-        seen = {id(m)}
-        hit = self.parent.get(id(m))
-        while hit is not None:
-            keys.append(hit[1])
-            if id(hit[0]) in seen:
-                break
-            seen.add(id(hit[0]))
-            hit = self.parent.get(id(hit[0]))
-        return ".".join(reversed(keys))
+        return ".".join(self.parent[id(c)][1] for c in self.chain_to(m)[1:])
 
     def chain_to(self, m: torch.nn.Module) -> list[torch.nn.Module]:
         """The modules from `m`'s root down to `m`, root first."""

@@ -484,13 +484,12 @@ class ParamWithoutGrad(Rule):
             reg = tree.registering(p)
             module = reg[0] if reg is not None else None
             attr = reg[1] if reg is not None else None
-            if every and len(members) > 1:
+            common = _common_module(tree, members) if every and len(members) > 1 else None
+            if common is not None:
                 # all the optimizer holds: the innermost module that registers every one of them
-                common = _common_module(tree, members)
-                if common is not None:
-                    module, attr = common, None
+                module, attr = common, None
             facts: dict[str, Any] = {"params": members, "every": every, "module": module,
-                                     "attr": attr}
+                                     "attr": attr, "common": common is not None}
             if every:
                 message = "optimizer-unreached"
             elif ev.ddp_unused_declared(p):
@@ -503,7 +502,7 @@ class ParamWithoutGrad(Rule):
                 # program (DDP's find_unused_parameters case), a forgotten loss term is not.
                 # Told, not alarmed.
                 message = "output-unused"
-            elif (over := _overridden_user(tree, module, reg[1] if reg is not None else None)) is not None:
+            elif (over := _overridden_user(tree, module, attr)) is not None:
                 # A base class's forward uses it and the live class overrides forward without
                 # it (JEM's CCF over F: energy_output): a layer the subclass inherits and chose
                 # not to use, not one the program forgot to call. Told, not alarmed.
@@ -701,8 +700,8 @@ class ParamWithoutGrad(Rule):
         elif label is not None or module is not None:
             # the module the parameters belong to, named as the program names it (for all an
             # optimizer holds, the innermost module registering them all, found by the tree)
-            resolved = (_resolve_module(label) if label is not None
-                        and not (d.facts["every"] and d.facts["attr"] is None) else None)
+            resolved = (_resolve_module(label) if label is not None and not d.facts.get("common")
+                        else None)
             owner, owner_name = ((resolved, label) if resolved is not None
                                  else (module, _module_label(ctx, module)))
             if owner_name is not None and owner is not None and _covers(owner, members):
@@ -864,14 +863,8 @@ def _overridden_user(tree: ModuleTree, module: torch.nn.Module | None,
     compiled code (the names each forward's bytecode loads), never from the program's source."""
     if module is None or attr is None:
         return None
-    steps: list[tuple[torch.nn.Module, str]] = [(module, attr)]
-    child = module
-    for up in tree.ancestors(module):
-        hit = tree.parent.get(id(child))
-        if hit is None:
-            break
-        steps.append((up, hit[1]))
-        child = up
+    # (module, attr), then each module above with the key it registers the one below under
+    steps = [(module, attr)] + [tree.parent[id(c)] for c in reversed(tree.chain_to(module)[1:])]
     for owner, key in steps:
         cls = type(owner)
         live = getattr(cls.forward, "__code__", None)
